@@ -1,0 +1,51 @@
+# Everything Leaks: one command for each habit. Needs only python3 (>= 3.11) and make.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+# Student mode: a private Jupyter config with nbgrader's instructor tools turned off.
+STUDENT_CONFIG := $(CURDIR)/course/jupyter/student
+PORT ?= 8888
+
+.PHONY: setup lab lab-instructor test release demo bench format lint clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "python3 >= 3.11 is needed")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+# A learner's working copy of each released assignment lives in work/ (never overwritten).
+work: setup
+	$(BIN)/python -m course.workspace
+
+lab: setup work
+	JUPYTER_CONFIG_DIR=$(STUDENT_CONFIG) $(BIN)/jupyter lab --port=$(PORT) \
+		--ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/work/START.md
+
+lab-instructor: setup
+	$(BIN)/jupyter lab --port=$(PORT) --ServerApp.root_dir=$(CURDIR)
+
+test: setup
+	$(BIN)/python -m pytest -n 2
+
+release: setup
+	$(BIN)/course build
+
+demo: setup
+	$(BIN)/course demo
+
+bench: setup
+	$(BIN)/course bench
+
+format: setup
+	$(BIN)/ruff format course tests nbgrader_config.py source
+	$(BIN)/ruff check --fix course tests nbgrader_config.py source
+
+lint: setup
+	$(BIN)/ruff check course tests nbgrader_config.py source
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache gradebook.db submitted autograded/*/ feedback .nbgrader

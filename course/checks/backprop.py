@@ -1,0 +1,397 @@
+"""Hidden checks of assignment 01, "Backprop by hand" (API: shared API.md, section 01)."""
+
+import numpy as np
+
+from course.data import two_moons
+from course.gradcheck import rel_error
+from course.grading import Check, Rule, register
+from course.mlp import MLP, train
+
+NOTEBOOK = "01_backprop/backprop"
+
+
+def _signed(rng, low=0.5, high=2.0):
+    return float(rng.uniform(low, high) * rng.choice([-1.0, 1.0]))
+
+
+def _run(V, values, build):
+    """Build an expression on fresh Values, backprop it; return (data, [grads of inputs])."""
+    leaves = [V(x) for x in values]
+    out = build(*leaves)
+    out.backward()
+    return out.data, [leaf.grad for leaf in leaves]
+
+
+def _record_expression(out, V, name, values, build, self_check=True):
+    """Record forward value, gradients and (optionally) their agreement with centred
+    differences of the student's own forward pass."""
+    keys = [f"data:{name}", f"grad:{name}"]
+    if self_check:
+        keys.append(f"selfcheck:{name}")
+
+    def compute():
+        data, grads = _run(V, values, build)
+        results = [data, np.array(grads)]
+        if self_check:
+            h = 1e-6
+            numeric = []
+            for i in range(len(values)):
+                plus, minus = list(values), list(values)
+                plus[i] += h
+                minus[i] -= h
+                numeric.append((build(*map(V, plus)).data - build(*map(V, minus)).data) / (2 * h))
+            results.append(rel_error(np.array(grads), np.array(numeric)))
+        return results
+
+    out.record(keys, compute)
+
+
+# ------------------------------------------------------------------- Value: operators
+
+def probe_value_ops(student, rng, out):
+    V = student.Value
+    a, b = _signed(rng), _signed(rng)
+    c = float(rng.uniform(0.5, 2.0))  # positive: a base for a fractional power
+    k = float(rng.uniform(1.5, 3.0))  # a plain number on either side of an operator
+    n = int(rng.integers(2, 5))
+    p = float(rng.uniform(0.3, 0.8))
+    expressions = {
+        "a + b": ([a, b], lambda x, y: x + y),
+        "a - b": ([a, b], lambda x, y: x - y),
+        "a * b": ([a, b], lambda x, y: x * y),
+        "a / b": ([a, b], lambda x, y: x / y),
+        "-a": ([a], lambda x: -x),
+        "a + k": ([a], lambda x: x + k),
+        "k + a": ([a], lambda x: k + x),
+        "a - k": ([a], lambda x: x - k),
+        "k - a": ([a], lambda x: k - x),
+        "a * k": ([a], lambda x: x * k),
+        "k * a": ([a], lambda x: k * x),
+        "a / k": ([a], lambda x: x / k),
+        "k / a": ([a], lambda x: k / x),
+        "a ** n (int)": ([a], lambda x: x**n),
+        "c ** p (float)": ([c], lambda x: x**p),
+        "a ** -2": ([a], lambda x: x**-2),
+    }
+    for name, (values, build) in expressions.items():
+        _record_expression(out, V, name, values, build, self_check=False)
+    out.record("type:a + b", lambda: type(V(a) + V(b)) is V)
+    out.record("type:k * a", lambda: type(k * V(a)) is V)
+    out.record("type:data is a float", lambda: isinstance((V(a) * V(b)).data, float))
+    out.record("fresh:grad starts at 0.0", lambda: V(a).grad == 0.0)
+
+
+register(Check(
+    name="value_ops",
+    notebook=NOTEBOOK,
+    points=3,
+    probe=probe_value_ops,
+    summary="Value's + - * / ** and unary minus, with plain numbers on either side",
+    rules={
+        "data": Rule("forward value of", rtol=1e-12,
+                     hint="the operator computes the wrong thing, or a reflected form "
+                          "(__radd__, __rsub__, __rmul__, __rtruediv__) swaps its operands."),
+        "grad": Rule("gradients of", rtol=1e-9,
+                     hint="the local derivative of this operator in its _backward, or the "
+                          "chain rule's multiplication by out.grad."),
+        "type": Rule("result type:", kind="true",
+                     hint="operators should return a Value (wrap plain numbers in Value)."),
+        "fresh": Rule("a new Value:", kind="true", hint="grad should start at 0.0."),
+    },
+))
+
+
+# ------------------------------------------------------------------- Value: functions
+
+def probe_value_functions(student, rng, out):
+    V = student.Value
+    neg = -float(rng.uniform(0.3, 2.0))
+    pos = float(rng.uniform(0.3, 2.0))
+    functions = {
+        "exp": lambda x: x.exp(),
+        "log": lambda x: x.log(),
+        "tanh": lambda x: x.tanh(),
+        "relu": lambda x: x.relu(),
+        "sigmoid": lambda x: x.sigmoid(),
+    }
+    for fname, build in functions.items():
+        points = [("x>0", pos)] if fname == "log" else [("x<0", neg), ("x>0", pos)]
+        for where, x in points:
+            _record_expression(out, V, f"{fname}(x), {where}", [x], build, self_check=False)
+
+
+register(Check(
+    name="value_functions",
+    notebook=NOTEBOOK,
+    points=2,
+    probe=probe_value_functions,
+    summary="exp, log, tanh, relu, sigmoid: forward values and local derivatives",
+    rules={
+        "data": Rule("forward value of", rtol=1e-12,
+                     hint="the formula of this function (check it at a negative input too)."),
+        "grad": Rule("derivative of", rtol=1e-9,
+                     hint="the local derivative, e.g. tanh' = 1 - tanh**2, "
+                          "sigmoid' = s * (1 - s), relu' = 1 where x > 0 else 0."),
+    },
+))
+
+
+# ------------------------------------------------------------------- Value: backward
+
+def probe_value_backward(student, rng, out):
+    V = student.Value
+
+    def micrograd_1(x):
+        z = 2 * x + 2 + x
+        q = z.relu() + z * x
+        h = (z * z).relu()
+        return h + q + q * x
+
+    def micrograd_2(a, b):
+        c = a + b
+        d = a * b + b**3
+        c = c + c + 1
+        c = c + 1 + c + (-a)
+        d = d + d * 2 + (b + a).relu()
+        d = d + 3 * d + (b - a).relu()
+        e = c - d
+        f = e**2
+        g = f / 2.0
+        return g + 10.0 / f
+
+    def neuron(x1, x2, w1, w2, b):
+        return (x1 * w1 + x2 * w2 + b).tanh()
+
+    def logistic(x, w, b):
+        return -((x * w + b).sigmoid().log())
+
+    def softplus_mix(a, b):
+        return (a.exp() + b.exp()).log() * (a - b) / (1 + b * b)
+
+    expressions = {
+        "micrograd example 1": (micrograd_1, 1),
+        "micrograd example 2": (micrograd_2, 2),
+        "tanh neuron": (neuron, 5),
+        "logistic loss": (logistic, 3),
+        "log-sum-exp mix": (softplus_mix, 2),
+    }
+    for name, (build, arity) in expressions.items():
+        values = [_signed(rng, 0.5, 1.5) for _ in range(arity)]
+        _record_expression(out, V, name, values, build)
+
+
+register(Check(
+    name="value_backward",
+    notebook=NOTEBOOK,
+    points=3,
+    probe=probe_value_backward,
+    summary="backward() through composite expressions (the chain rule end to end)",
+    rules={
+        "data": Rule("forward value of", rtol=1e-10,
+                     hint="an operator or function used in this expression."),
+        "grad": Rule("gradients of the inputs of", rtol=1e-7,
+                     hint="backward() must seed the output with 1.0, visit nodes in reverse "
+                          "topological order, and each _backward must add (+=) into .grad."),
+        "selfcheck": Rule("backward() against centred differences of your own forward, for",
+                          kind="below", rtol=1e-5,
+                          hint="some _backward disagrees with its own forward computation."),
+    },
+))
+
+
+# ------------------------------------------------------------------- accumulation and order
+
+def probe_value_accumulation(student, rng, out):
+    V = student.Value
+    a0 = _signed(rng, 0.3, 1.2)
+
+    def reused_sum(a):
+        return a + a
+
+    def cube(a):
+        return a * a * a
+
+    def diamond(a):
+        b = a.tanh()
+        c = b * b
+        d = c + b
+        return d * b.exp()
+
+    def shared_chain(a):
+        # Each node feeds the next one twice: wrong order or overwriting compounds.
+        x = a
+        for _ in range(12):
+            x = x * 0.9 + x.tanh()
+        return x
+
+    def late_reuse(a):
+        b = a * 2
+        c = b.tanh()
+        d = c * 3 + 1
+        return d * b  # b is used again only at the very end
+
+    for name, build in {"a + a": reused_sum, "a * a * a": cube, "a diamond": diamond,
+                        "a chain reusing every node": shared_chain,
+                        "a node reused at the end": late_reuse}.items():
+        _record_expression(out, V, name, [a0], build)
+
+    def seeded():
+        o = V(a0) * V(2.0)
+        o.backward()
+        return o.grad
+
+    def unrelated_leaf():
+        a, spare = V(a0), V(3.0)
+        (a * a).backward()
+        return spare.grad
+
+    out.record("seed:output grad after backward()", seeded)
+    out.record("leaf:grad of a Value outside the graph", unrelated_leaf)
+
+
+register(Check(
+    name="value_accumulation",
+    notebook=NOTEBOOK,
+    points=3,
+    probe=probe_value_accumulation,
+    summary="gradient accumulation on reused nodes, and reverse topological order",
+    rules={
+        "data": Rule("forward value of", rtol=1e-10, hint=""),
+        "grad": Rule("gradient of", rtol=1e-7,
+                     hint="a node used more than once must accumulate (+=) the gradient of "
+                          "every use, and backward() must visit a node only after every node "
+                          "that uses it (reverse topological order, each node once)."),
+        "selfcheck": Rule("backward() against centred differences of your own forward, for",
+                          kind="below", rtol=1e-5, hint="accumulation or visiting order."),
+        "seed": Rule("", rtol=1e-12, hint="backward() seeds the output's grad with 1.0."),
+        "leaf": Rule("", rtol=1e-12,
+                     hint="backward() touches only nodes that the output depends on."),
+    },
+))
+
+
+# ------------------------------------------------------------------- numerical gradients
+
+def probe_numerical_gradient(student, rng, out):
+    egrad = student.eval_numerical_gradient
+    w = rng.standard_normal((4, 3))
+    cases = {
+        # name: (f, analytic gradient, x, h or None for the default)
+        "sum(w * x**2), x (4, 3)": (lambda x: np.sum(w * x**2), lambda x: 2 * w * x,
+                                     rng.standard_normal((4, 3)), None),
+        "sum(sin(x)), x (2, 3, 4)": (lambda x: np.sum(np.sin(x)), np.cos,
+                                     rng.standard_normal((2, 3, 4)), None),
+        "sum(x**3) with h=1e-2": (lambda x: np.sum(x**3), lambda x: 3 * x**2,
+                                  rng.standard_normal((3, 2)), 1e-2),
+    }
+    for name, (f, analytic, x, h) in cases.items():
+        original = x.copy()
+
+        def compute(f=f, x=x, h=h, analytic=analytic, original=original):
+            grad = egrad(f, x) if h is None else egrad(f, x, h)
+            restored = x.shape == original.shape and np.array_equal(x, original)
+            # The truncation error of centred differences is h**2 * f''' / 6: with h = 1e-2
+            # it is visible, so only the default step is held to the analytic gradient.
+            agreement = rel_error(grad, analytic(original)) if h is None else 0.0
+            return grad, restored, agreement
+
+        out.record([f"grad:{name}", f"restored:{name}", f"analytic:{name}"], compute)
+
+
+register(Check(
+    name="eval_numerical_gradient",
+    notebook=NOTEBOOK,
+    points=3,
+    probe=probe_numerical_gradient,
+    summary="centred differences of a scalar function, x restored exactly",
+    rules={
+        "grad": Rule("numerical gradient of", rtol=1e-7,
+                     hint="use centred differences (f(x+h) - f(x-h)) / (2h) with the h "
+                          "passed in, nudging one element of x at a time."),
+        "restored": Rule("x restored exactly after", kind="true",
+                         hint="save the old element and assign it back; x[i] += h then "
+                              "x[i] -= h leaves rounding residue."),
+        "analytic": Rule("agreement with the analytic gradient, for", kind="below",
+                         rtol=1e-7, hint="centred differences with h = 1e-5 in float64."),
+    },
+))
+
+
+def probe_numerical_gradient_array(student, rng, out):
+    egrad = student.eval_numerical_gradient_array
+    W = rng.standard_normal((5, 4))
+    cases = {
+        # name: (f, analytic d sum(f * df)/dx, x, df, h or None)
+        "tanh(x @ W), x (3, 5)": (
+            lambda x: np.tanh(x @ W),
+            lambda x, df: (df * (1 - np.tanh(x @ W) ** 2)) @ W.T,
+            rng.standard_normal((3, 5)), rng.standard_normal((3, 4)), None),
+        "f returning x itself, x (2, 3, 4)": (
+            lambda x: x, lambda x, df: df,
+            rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 3, 4)), None),
+        "x**3 with h=1e-2": (
+            lambda x: x**3, lambda x, df: 3 * x**2 * df,
+            rng.standard_normal((4, 2)), rng.standard_normal((4, 2)), 1e-2),
+    }
+    for name, (f, analytic, x, df, h) in cases.items():
+        original = x.copy()
+
+        def compute(f=f, x=x, df=df, h=h, analytic=analytic, original=original):
+            grad = egrad(f, x, df) if h is None else egrad(f, x, df, h)
+            restored = x.shape == original.shape and np.array_equal(x, original)
+            agreement = rel_error(grad, analytic(original, df)) if h is None else 0.0
+            return grad, restored, agreement
+
+        out.record([f"grad:{name}", f"restored:{name}", f"analytic:{name}"], compute)
+
+
+register(Check(
+    name="eval_numerical_gradient_array",
+    notebook=NOTEBOOK,
+    points=3,
+    probe=probe_numerical_gradient_array,
+    summary="centred differences of an array-valued function against an upstream gradient",
+    rules={
+        "grad": Rule("numerical gradient of", rtol=1e-7,
+                     hint="grad[i] = sum((f(x+h) - f(x-h)) * df) / (2h); copy f(x+h) before "
+                          "nudging x again, since f may return a view of x."),
+        "restored": Rule("x restored exactly after", kind="true",
+                         hint="save the old element and assign it back."),
+        "analytic": Rule("agreement with the analytic gradient, for", kind="below",
+                         rtol=1e-7, hint="weight each output by df, and sum."),
+    },
+))
+
+
+# ------------------------------------------------------------------- training
+
+MLP_SIZES = (2, 6, 6, 1)
+MLP_STEPS = 15
+MLP_POINTS = 30
+LOSS_BAND = 1e-6  # relative, at every step: correct engines differ only by rounding order
+
+
+def probe_mlp_training(student, rng, out):
+    X, y = two_moons(MLP_POINTS, noise=0.1, seed=int(rng.integers(1 << 30)))
+    seed = int(rng.integers(1 << 30))
+
+    def compute():
+        model = MLP(student.Value, MLP_SIZES, seed=seed)
+        losses, accuracies = train(model, X, y, steps=MLP_STEPS, learning_rate=0.3)
+        return np.array(losses), accuracies[-1]
+
+    out.record(["loss:curve", "accuracy:final"], compute)
+
+
+register(Check(
+    name="mlp_training",
+    notebook=NOTEBOOK,
+    points=2,
+    probe=probe_mlp_training,
+    summary=f"the MLP on your Value: loss curve within {LOSS_BAND:g} (relative) of the reference",
+    rules={
+        "loss": Rule("training loss", rtol=LOSS_BAND, weight=2,
+                     hint="a gradient that is wrong somewhere in Value, even slightly."),
+        "accuracy": Rule("final training accuracy", rtol=1e-12, hint=""),
+    },
+))

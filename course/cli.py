@@ -1,0 +1,66 @@
+"""The `course` command: build the course, grade a demo class, benchmark.
+
+    course build        text sources -> source notebooks, release/, references/
+    course references   only recompute references/ from the source solutions
+    course demo         the instructor's pipeline on bundled demo students, in a scratch copy
+    course bench        notebook and autograding timings
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from course.paths import course_root
+
+
+def _build(args) -> int:
+    from course import build
+
+    root = course_root()
+    written = build.build_sources(root)
+    print(f"source notebooks: {', '.join(str(p.relative_to(root)) for p in written)}")
+    build.build_release(root)
+    print(f"release/: {', '.join(build.assignments(root))}")
+    build.write_references(root, build.compute_references(root))
+    print("references/: recomputed from the source solutions")
+    return 0
+
+
+def _references(args) -> int:
+    from course import build
+
+    root = course_root()
+    build.write_references(root, build.compute_references(root))
+    print("references/: recomputed from the source solutions")
+    return 0
+
+
+def _demo(args) -> int:
+    from course import demo
+
+    return demo.main(keep=args.keep)
+
+
+def _bench(args) -> int:
+    from course import bench
+
+    return bench.main()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="course", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("build", help="regenerate source notebooks, release/ and references/")
+    commands.add_parser("references", help="recompute references/ from the source solutions")
+    demo = commands.add_parser("demo", help="autograde bundled demo students; print the grades")
+    demo.add_argument("--keep", action="store_true", help="keep the scratch course directory")
+    commands.add_parser("bench", help="time every notebook and the autograding of one submission")
+    args = parser.parse_args(argv)
+    handler = {"build": _build, "references": _references, "demo": _demo, "bench": _bench}
+    return handler[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

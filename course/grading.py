@@ -1,0 +1,309 @@
+"""Hidden checks: probe a student's functions on grader-chosen inputs, judge the results.
+
+A check has two halves, kept apart on purpose:
+- `probe(student, rng) -> outputs` calls the student's functions on inputs drawn from a
+  seeded generator and records what they return (arrays, floats, booleans), one key per
+  sub-check. An exception fails only the keys it touches.
+- `judge(outputs, reference) -> results` compares those outputs with the same probe run
+  on the source solutions (the reference, computed by `course references`), key by key,
+  under the rule that the key's prefix names.
+
+A grade cell calls `check(name, globals())`: it prints what passed and, for a failure,
+what went wrong and the likely mistake (never an expected value), and its value is the
+points earned, which nbgrader reads as partial credit. Nothing reaches stderr, which
+nbgrader would score as a failed cell.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import sys
+import warnings
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from course.paths import references_dir
+
+
+class MissingName(Exception):
+    """The notebook does not define a name the check needs."""
+
+
+@dataclass(frozen=True)
+class Raised:
+    """What the student's code raised instead of returning a value."""
+
+    error: str
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How the outputs whose key starts with a prefix are judged.
+
+    kind: "close" (to the reference, within rtol), "true" (an invariant the student's
+    outputs must satisfy), "below" (the student's value, an error measure, under rtol).
+    what: the words used in messages, e.g. "gradient"; hint: the likely mistake.
+    """
+
+    what: str
+    kind: str = "close"
+    rtol: float = 1e-9
+    hint: str = ""
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class Result:
+    key: str
+    passed: bool
+    weight: float
+    message: str = ""
+
+
+@dataclass
+class Check:
+    name: str
+    notebook: str  # "<assignment>/<notebook stem>", where its reference values live
+    points: float
+    # probe(student, rng, outputs): call the student's code, record into `outputs`.
+    probe: Callable[[Student, np.random.Generator, Outputs], None]
+    rules: dict[str, Rule]
+    summary: str = ""
+
+    def seed(self) -> int:
+        return zlib.crc32(self.name.encode())
+
+
+CHECKS: dict[str, Check] = {}
+
+
+def register(check: Check) -> Check:
+    if check.name in CHECKS:
+        raise ValueError(f"two checks named {check.name!r}")
+    CHECKS[check.name] = check
+    return check
+
+
+def _load_checks() -> None:
+    # Importing the assignment modules registers their checks.
+    from course.checks import load_all
+
+    load_all()
+
+
+def get_check(name: str) -> Check:
+    _load_checks()
+    if name not in CHECKS:
+        raise KeyError(f"no hidden check named {name!r}; known: {sorted(CHECKS)}")
+    return CHECKS[name]
+
+
+class Student:
+    """The notebook's namespace, as a check sees it."""
+
+    def __init__(self, namespace: dict):
+        self._ns = namespace
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self._ns[name]
+        except KeyError:
+            raise MissingName(f"the notebook defines no `{name}`") from None
+
+
+@contextlib.contextmanager
+def quiet():
+    """Run student code with its prints, warnings and stderr swallowed."""
+    with (
+        warnings.catch_warnings(),
+        np.errstate(all="ignore"),
+        contextlib.redirect_stdout(io.StringIO()),
+        contextlib.redirect_stderr(io.StringIO()),
+    ):
+        warnings.simplefilter("ignore")
+        yield
+
+
+class Outputs(dict):
+    """A probe's outputs; `record` runs one piece of student code and keeps what it gave."""
+
+    def record(self, keys: str | list[str], compute: Callable[[], object]) -> None:
+        """Store compute() under `keys`; with a list of keys, compute returns one value each.
+
+        If the student's code raises, every one of those keys records what it raised.
+        """
+        names = [keys] if isinstance(keys, str) else list(keys)
+        try:
+            with quiet():
+                value = compute()
+            values = [value] if isinstance(keys, str) else list(value)
+            if len(values) != len(names):
+                raise ValueError(f"expected {len(names)} results, got {len(values)}")
+        except MissingName as exc:
+            values = [Raised(str(exc))] * len(names)
+        except Exception as exc:  # noqa: BLE001 (any student error fails these keys only)
+            text = str(exc).splitlines()[0][:120] if str(exc) else ""
+            values = [Raised(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)] * len(names)
+        for name, value in zip(names, values, strict=True):
+            self[name] = _plain(value)
+
+
+def _plain(value):
+    """Student results as plain data: floats, booleans, float64 arrays, or Raised."""
+    if isinstance(value, Raised | bool | np.bool_):
+        return value if isinstance(value, Raised) else bool(value)
+    try:
+        array = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        return Raised(f"returned {type(value).__name__}, not a number or an array")
+    return float(array) if array.ndim == 0 else array
+
+
+# ---------------------------------------------------------------- judging
+
+
+def _describe_mismatch(got: np.ndarray, want: np.ndarray, rtol: float) -> str:
+    """Say how `got` differs from `want` without revealing `want`."""
+    if got.shape != want.shape:
+        if got.shape == want.shape[::-1] and got.ndim == 2:
+            return f"has shape {got.shape}, the transpose of the expected {want.shape}"
+        return f"has shape {got.shape}, expected {want.shape}"
+    if not np.all(np.isfinite(got)):
+        return "contains NaN or infinity (an overflow, or a log or division of zero?)"
+    if want.size and np.all(got == 0) and np.any(want != 0):
+        return "is all zeros (nothing was propagated or accumulated here?)"
+    scale = np.abs(want) > 1e-12
+    if np.any(scale):
+        ratio = got[scale] / want[scale]
+        if np.allclose(ratio, ratio[0], rtol=1e-6) and np.allclose(got, ratio[0] * want, rtol=1e-6):
+            k = float(ratio[0])
+            if math.isclose(k, -1.0, rel_tol=1e-6):
+                return "has the right size but the wrong sign"
+            return f"is off by a constant factor of {k:.4g}"
+    errors = np.abs(got - want) / np.maximum(1e-8, np.abs(got) + np.abs(want))
+    wrong = int(np.sum(errors > rtol))
+    where = f" at {wrong} of {want.size} entries" if want.size > 1 else ""
+    return f"is off: relative error {float(errors.max()):.1e}{where} (tolerance {rtol:.0e})"
+
+
+def judge_one(key: str, got, want, rule: Rule) -> Result:
+    label = f"{rule.what} {key.partition(':')[2]}".strip()
+    if isinstance(got, Raised):
+        return Result(key, False, rule.weight, f"{label}: raised {got.error}")
+    if got is None:
+        return Result(key, False, rule.weight, f"{label}: not computed")
+    hint = f" Likely mistake: {rule.hint}" if rule.hint else ""
+    if rule.kind == "true":
+        ok = bool(got) is True
+        return Result(key, ok, rule.weight, "" if ok else f"{label}: does not hold.{hint}")
+    if rule.kind == "below":
+        value = float(got) if not isinstance(got, bool) else float("nan")
+        ok = value <= rule.rtol
+        msg = f"{label}: {value:.1e}, above {rule.rtol:.0e}.{hint}"
+        return Result(key, ok, rule.weight, "" if ok else msg)
+    got_a = np.asarray(got, dtype=np.float64)
+    want_a = np.asarray(want, dtype=np.float64)
+    ok = (
+        got_a.shape == want_a.shape
+        and bool(np.all(np.isfinite(got_a)))
+        and bool(np.all(np.abs(got_a - want_a) <= rule.rtol * np.maximum(1e-8, np.abs(got_a) + np.abs(want_a))))
+    )
+    if ok:
+        return Result(key, True, rule.weight)
+    return Result(key, False, rule.weight, f"{label} {_describe_mismatch(got_a, want_a, rule.rtol)}.{hint}")
+
+
+def rule_for(check: Check, key: str) -> Rule:
+    prefix = key.partition(":")[0]
+    if prefix not in check.rules:
+        raise KeyError(f"check {check.name!r} has no rule for outputs named {prefix!r}")
+    return check.rules[prefix]
+
+
+def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
+    """One Result per reference key; a key the student's probe never reached fails."""
+    return [judge_one(key, outputs.get(key), want, rule_for(check, key)) for key, want in reference.items()]
+
+
+def score(check: Check, results: list[Result]) -> float:
+    """Points earned: the passed share of the weights, floored to hundredths."""
+    total = sum(r.weight for r in results)
+    if total == 0:
+        return 0.0
+    earned = check.points * sum(r.weight for r in results if r.passed) / total
+    return math.floor(earned * 100 + 1e-9) / 100
+
+
+def report(check: Check, results: list[Result], points: float, limit: int = 8) -> str:
+    passed = sum(r.passed for r in results)
+    lines = [f"{check.name}: {points:g} of {check.points:g} points "
+             f"({passed} of {len(results)} sub-checks passed)"]
+    failures = [r for r in results if not r.passed]
+    lines += [f"  FAIL {r.message}" for r in failures[:limit]]
+    if len(failures) > limit:
+        lines.append(f"  ... and {len(failures) - limit} more failures")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- references
+
+
+def reference_path(notebook: str) -> Path:
+    return references_dir() / f"{notebook}.json"
+
+
+def encode(value):
+    if isinstance(value, Raised):
+        return {"raised": value.error}
+    if isinstance(value, np.ndarray):
+        return {"array": value.tolist(), "shape": list(value.shape)}
+    return value
+
+
+def decode(value):
+    if isinstance(value, dict) and "raised" in value:
+        return Raised(value["raised"])
+    if isinstance(value, dict) and "array" in value:
+        return np.array(value["array"], dtype=np.float64).reshape(value["shape"])
+    return value
+
+
+def load_reference(check: Check) -> dict:
+    path = reference_path(check.notebook)
+    if not path.exists():
+        raise FileNotFoundError(f"no reference values at {path}: run `course references`")
+    data = json.loads(path.read_text())
+    if check.name not in data:
+        raise KeyError(f"{path} has no reference for {check.name!r}: run `course references`")
+    return {key: decode(v) for key, v in data[check.name].items()}
+
+
+def probe(check: Check, namespace: dict) -> dict:
+    outputs = Outputs()
+    try:
+        check.probe(Student(namespace), np.random.default_rng(check.seed()), outputs)
+    except Exception as exc:  # noqa: BLE001 (a probe stops at the first unrecorded error)
+        outputs.setdefault("_stopped", Raised(f"{type(exc).__name__}: {exc}"))
+    return dict(outputs)
+
+
+# ---------------------------------------------------------------- in a grade cell
+
+
+def check(name: str, namespace: dict) -> float:
+    """Run hidden check `name` on the notebook's namespace; print a report, return points."""
+    chk = get_check(name)
+    reference = load_reference(chk)
+    results = judge(chk, probe(chk, namespace), reference)
+    points = score(chk, results)
+    print(report(chk, results, points), file=sys.stdout)
+    return float(points)
