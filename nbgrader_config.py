@@ -11,6 +11,8 @@ from pathlib import Path
 from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
 
+from course.paths import gradebook_url
+
 ROOT = Path(__file__).resolve().parent
 
 c = get_config()  # noqa: F821 (injected by traitlets)
@@ -22,28 +24,23 @@ c.CourseDirectory.course_id = "everything-leaks"
 # it holds the solutions, so it must never be copied into release/ (nor into autograded/).
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", "*.pct.py"]
 
-# Gradebook: SQLite with a busy timeout, so a second grader waits for the lock instead
-# of failing with a misleading "run nbgrader db upgrade". For PostgreSQL set, e.g.,
-#   COURSE_DB_URL=postgresql+psycopg://grader:secret@127.0.0.1:5432/everything_leaks
-# (and `pip install "psycopg[binary]"`); nbgrader creates the schema on first use.
-c.CourseDirectory.db_url = os.environ.get(
-    "COURSE_DB_URL", f"sqlite:///{ROOT / 'gradebook.db'}?timeout=30"
-)
+# Gradebook: SQLite with a busy timeout as the embedded default; PostgreSQL through
+# $COURSE_DB_URL (see course/paths.py and the README).
+c.CourseDirectory.db_url = gradebook_url(ROOT)
 
 # Exchange for release/fetch/submit/collect. A class sets NBGRADER_EXCHANGE to its shared
 # folder (nbgrader's default is /srv/nbgrader/exchange); a self-learner gets a private one.
 c.Exchange.root = os.environ.get("NBGRADER_EXCHANGE", str(ROOT / ".nbgrader" / "exchange"))
 
-# Per-cell timeouts: the grade cells that train a model get longer.
-CELL_TIMEOUT = 60
-GRADE_CELL_TIMEOUTS = {
-    "mlp_training": 180,
-}
+# Per-cell timeouts, in seconds: the grade cells that train a model get three times as
+# long. COURSE_CELL_TIMEOUT scales them all (a slow grading machine, or a test of loops).
+CELL_TIMEOUT = int(os.environ.get("COURSE_CELL_TIMEOUT", "60"))
+TRAINING_GRADE_CELLS = {"mlp_training"}
 
 
 def _cell_timeout(cell):
     grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-    return GRADE_CELL_TIMEOUTS.get(grade_id, CELL_TIMEOUT)
+    return 3 * CELL_TIMEOUT if grade_id in TRAINING_GRADE_CELLS else CELL_TIMEOUT
 
 
 c.Execute.timeout = CELL_TIMEOUT

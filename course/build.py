@@ -22,6 +22,7 @@ import jupytext
 import nbformat
 
 from course import grading
+from course.paths import tool_env
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 NBGRADER_KEYS = {"grade", "grade_id", "locked", "points", "schema_version", "solution"}
@@ -106,7 +107,7 @@ def nbgrader(root: Path, *args: str, check: bool = True) -> subprocess.Completed
     """Run an nbgrader command in course directory `root`, output captured."""
     return subprocess.run(
         [sys.executable, "-m", "nbgrader", *args],
-        cwd=root, capture_output=True, text=True, check=check,
+        cwd=root, env=tool_env(), capture_output=True, text=True, check=check,
     )
 
 

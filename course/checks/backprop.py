@@ -78,7 +78,6 @@ def probe_value_ops(student, rng, out):
     out.record("type:a + b", lambda: type(V(a) + V(b)) is V)
     out.record("type:k * a", lambda: type(k * V(a)) is V)
     out.record("type:data is a float", lambda: isinstance((V(a) * V(b)).data, float))
-    out.record("fresh:grad starts at 0.0", lambda: V(a).grad == 0.0)
 
 
 register(Check(
@@ -96,7 +95,6 @@ register(Check(
                           "chain rule's multiplication by out.grad."),
         "type": Rule("result type:", kind="true",
                      hint="operators should return a Value (wrap plain numbers in Value)."),
-        "fresh": Rule("a new Value:", kind="true", hint="grad should start at 0.0."),
     },
 ))
 
@@ -365,9 +363,10 @@ register(Check(
 
 # ------------------------------------------------------------------- training
 
-MLP_SIZES = (2, 6, 6, 1)
-MLP_STEPS = 15
+MLP_SIZES = (2, 8, 1)  # the notebook's network, on hidden data and weights
+MLP_STEPS = 20
 MLP_POINTS = 30
+MLP_LEARNING_RATE = 0.5  # gentle: the curve stays a smooth function of the gradients
 LOSS_BAND = 1e-6  # relative, at every step: correct engines differ only by rounding order
 
 
@@ -377,7 +376,7 @@ def probe_mlp_training(student, rng, out):
 
     def compute():
         model = MLP(student.Value, MLP_SIZES, seed=seed)
-        losses, accuracies = train(model, X, y, steps=MLP_STEPS, learning_rate=0.3)
+        losses, accuracies = train(model, X, y, steps=MLP_STEPS, learning_rate=MLP_LEARNING_RATE)
         return np.array(losses), accuracies[-1]
 
     out.record(["loss:curve", "accuracy:final"], compute)

@@ -554,8 +554,8 @@ def explore_step(log10_h=-5.0, dtype="float64"):
     print(f"h = 1e{log10_h:+.1f}, {dtype}: relative error {err:.1e}, the 1e-7 check {verdict}")
 
 
-widgets.interact(explore_step, log10_h=widgets.FloatSlider(value=-5, min=-12, max=0, step=0.5),
-                 dtype=["float64", "float32"]);
+_ = widgets.interact(explore_step, log10_h=widgets.FloatSlider(value=-5, min=-12, max=0, step=0.5),
+                     dtype=["float64", "float32"])
 
 # %% [markdown]
 # ### Kinks
@@ -661,9 +661,9 @@ rows = compare_table(grads, numeric)
 show_source(MLP)
 
 # %%
-X, y = two_moons(60, noise=0.1, seed=1)
-model = MLP(Value, (2, 8, 8, 1), seed=0)
-losses, accuracies = train(model, X, y, steps=40, learning_rate=0.3, progress=tqdm)
+X, y = two_moons(50, noise=0.1, seed=1)
+model = MLP(Value, (2, 8, 1), seed=0)
+losses, accuracies = train(model, X, y, steps=80, learning_rate=2.0, progress=tqdm)
 print(f"final loss {losses[-1]:.3f}, training accuracy {accuracies[-1]:.0%}")
 
 # %%
@@ -690,13 +690,11 @@ check("mlp_training", globals())
 # somewhere else.
 
 # %%
-curves = {}
-for zero_grad in (True, False):
-    model = MLP(Value, (2, 8, 8, 1), seed=0)
-    curves[zero_grad], _ = train(model, X, y, steps=40, learning_rate=0.3, zero_grad=zero_grad)
+forgetful = MLP(Value, (2, 8, 1), seed=0)  # the same start as `model` above
+forgetful_losses, _ = train(forgetful, X, y, steps=80, learning_rate=2.0, zero_grad=False)
 fig, ax = plt.subplots(figsize=(6, 3.5))
-ax.plot(curves[True], label="grads reset each step")
-ax.plot(curves[False], label="grads never reset")
+ax.plot(losses, label="grads reset each step")
+ax.plot(forgetful_losses, label="grads never reset")
 ax.set(xlabel="step", ylabel="margin loss",
        title="Forgetting to zero the gradients changes the whole curve")
 ax.legend()

@@ -1,0 +1,144 @@
+"""`course grade`: autograde every submission of an assignment and say what needs attention.
+
+nbgrader grades what it can and logs the rest among hundreds of lines: a notebook saved
+under another name is "skipped", an unreadable one is a traceback, a crashed kernel
+deletes the student's autograded folder. This command runs the same `nbgrader autograde`,
+then reports one line per submission: its score, or why it was not graded, and which
+cells timed out. Submissions are only read, never changed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from course.paths import gradebook_url, tool_env
+
+
+@dataclass
+class Status:
+    student: str
+    score: float | None = None  # None: not graded
+    max_score: float = 0.0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def graded(self) -> bool:
+        return self.score is not None
+
+
+def expected_notebooks(root: Path, assignment: str) -> list[str]:
+    return sorted(p.name for p in (root / "release" / assignment).glob("*.ipynb"))
+
+
+def preflight(folder: Path, expected: list[str]) -> list[str]:
+    """Problems that stop a submission's notebooks from being graded, in words."""
+    problems = []
+    present = {p.name for p in folder.glob("*.ipynb")}
+    strangers = sorted(present - set(expected))
+    for name in expected:
+        path = folder / name
+        if name not in present:
+            found = f"; found {', '.join(repr(s) for s in strangers)}: rename it" if strangers else ""
+            problems.append(f"{name} is missing{found}")
+            continue
+        try:
+            nbformat.validate(nbformat.read(path, as_version=4))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            problems.append(f"{name} is not valid JSON ({type(exc).__name__}: {exc})")
+        except Exception as exc:  # noqa: BLE001 (nbformat raises many kinds)
+            problems.append(f"{name} is not a valid notebook ({type(exc).__name__}: "
+                            f"{str(exc).splitlines()[0][:160]})")
+    return problems
+
+
+def timed_out_cells(notebook: Path) -> list[str]:
+    nb = nbformat.read(notebook, as_version=4)
+    names = []
+    for index, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error" and "CellTimeoutError" in "".join(
+                    [out.get("ename", "")] + out.get("traceback", [])):
+                names.append(cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}")
+    return names
+
+
+def scores(root: Path, assignment: str) -> dict[str, tuple[float, float]]:
+    """{student: (score, max score)} over the assignment's notebooks, from the gradebook."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    result = {}
+    with Gradebook(gradebook_url(root)) as gb:
+        for student in gb.students:
+            try:
+                sub = gb.find_submission(assignment, student.id)
+            except MissingEntry:
+                continue
+            result[student.id] = (float(sub.score), float(sub.max_score))
+    return result
+
+
+def assignment_in_gradebook(root: Path, assignment: str) -> bool:
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(gradebook_url(root)) as gb:
+        try:
+            return bool(gb.find_assignment(assignment).notebooks)
+        except MissingEntry:
+            return False
+
+
+def run_nbgrader(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=root, env=tool_env(),
+                          capture_output=True, text=True)
+
+
+def grade(root: Path, assignment: str, log=print) -> list[Status]:
+    """Autograde every submission of `assignment` in course directory `root`."""
+    submitted = sorted(p for p in (root / "submitted").glob(f"*/{assignment}") if p.is_dir())
+    if not submitted:
+        raise FileNotFoundError(f"no submissions in {root / 'submitted'}/*/{assignment}")
+    expected = expected_notebooks(root, assignment)
+    if not expected:
+        raise FileNotFoundError(f"no notebooks in release/{assignment}: run `make release`")
+    if not assignment_in_gradebook(root, assignment):
+        log(f"adding {assignment} and its grade cells to the gradebook")
+        proc = run_nbgrader(root, "generate_assignment", assignment, "--force")
+        if proc.returncode != 0:
+            raise RuntimeError(f"nbgrader generate_assignment failed:\n{proc.stderr[-2000:]}")
+    statuses = {p.parent.name: Status(p.parent.name, problems=preflight(p, expected))
+                for p in submitted}
+    proc = run_nbgrader(root, "autograde", assignment, "--force")
+    log_path = root / ".nbgrader" / "logs" / f"autograde-{assignment}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.write_text(proc.stdout + proc.stderr)
+    graded = scores(root, assignment)
+    for student, status in statuses.items():
+        out_dir = root / "autograded" / student / assignment
+        if status.problems:
+            continue  # nbgrader could not grade it: the preflight says why
+        if not out_dir.is_dir():
+            status.problems.append("the kernel died while grading (a crash, os._exit or out of "
+                                   "memory); nbgrader removed its autograded copy")
+            continue
+        for name in expected:
+            slow = timed_out_cells(out_dir / name)
+            if slow:
+                status.problems.append(f"{name}: timed out in {', '.join(slow)}")
+        status.score, status.max_score = graded.get(student, (0.0, 0.0))
+    return [statuses[s] for s in sorted(statuses)]
+
+
+def print_table(statuses: list[Status], out=sys.stdout) -> None:
+    width = max([len(s.student) for s in statuses] + [7])
+    print(f"{'student':<{width}}  {'score':>13}  notes", file=out)
+    for s in statuses:
+        score = f"{s.score:g} / {s.max_score:g}" if s.graded else "NOT GRADED"
+        print(f"{s.student:<{width}}  {score:>13}  {'; '.join(s.problems)}", file=out)
+    bad = [s for s in statuses if not s.graded]
+    print(f"{len(statuses) - len(bad)} graded, {len(bad)} not graded", file=out)

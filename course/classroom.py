@@ -1,0 +1,147 @@
+"""A course directory as nbgrader sees it: submissions in, grades out.
+
+Used by `course demo`, the benchmarks and the tests, so that each of them runs the real
+`nbgrader` commands the same way an instructor does. `ScratchCourse` is a throwaway copy
+of the course (config, source/, release/, references/) in a folder of its own.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from course.paths import course_root, gradebook_url, tool_env
+
+COURSE_FILES = ["nbgrader_config.py", "source", "release", "references"]
+SOLUTION_MARKER = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
+
+
+def strip_solution_markers(source: str) -> str:
+    """A solution cell's code as a student would have typed it: markers gone."""
+    return "\n".join(line for line in source.splitlines() if not SOLUTION_MARKER.match(line))
+
+
+def nbgrader_meta(cell) -> dict:
+    return cell.metadata.get("nbgrader", {})
+
+
+def solution_sources(source_nb: nbformat.NotebookNode) -> dict[str, str]:
+    """{grade id: solution code} for every solution cell of a source notebook."""
+    return {
+        nbgrader_meta(c)["grade_id"]: strip_solution_markers(c.source)
+        for c in source_nb.cells
+        if nbgrader_meta(c).get("solution")
+    }
+
+
+def fill(release_nb: nbformat.NotebookNode, answers: dict[str, str], trim: bool = False):
+    """A copy of a released notebook with solution cells answered.
+
+    answers: {grade id: code}; cells not named keep the release's stub.
+    trim: keep only the first code cell (imports), solution cells and grade cells; the
+    hidden checks depend on nothing else, so a mutant need not pay for the plots.
+    """
+    nb = copy.deepcopy(release_nb)
+    unknown = set(answers) - {nbgrader_meta(c).get("grade_id") for c in nb.cells}
+    if unknown:
+        raise KeyError(f"no cells with grade ids {sorted(unknown)}")
+    first_code = next(c for c in nb.cells if c.cell_type == "code")
+    kept = []
+    for cell in nb.cells:
+        meta = nbgrader_meta(cell)
+        if meta.get("grade_id") in answers:
+            cell.source = answers[meta["grade_id"]]
+        if not trim or cell is first_code or meta.get("solution") or meta.get("grade"):
+            kept.append(cell)
+    nb.cells = kept
+    return nb
+
+
+def mutate(code: str, old: str, new: str) -> str:
+    """Replace `old` by `new` in `code`; `old` must occur exactly once, or the mutant is void."""
+    count = code.count(old)
+    if count != 1:
+        raise ValueError(f"mutation target occurs {count} times, expected once: {old!r}")
+    return code.replace(old, new)
+
+
+@dataclass
+class CellGrade:
+    grade_id: str
+    score: float
+    max_score: float
+
+
+class ScratchCourse:
+    """A throwaway course directory where nbgrader runs for real."""
+
+    def __init__(self, root: Path, origin: Path | None = None):
+        self.root = Path(root)
+        origin = origin or course_root()
+        self.root.mkdir(parents=True, exist_ok=True)
+        for name in COURSE_FILES:
+            src = origin / name
+            if src.is_dir():
+                shutil.copytree(src, self.root / name, dirs_exist_ok=True)
+            else:
+                shutil.copy2(src, self.root / name)
+
+    @property
+    def env(self) -> dict:
+        return tool_env(COURSE_ROOT=str(self.root))  # kernels read references/ of this copy
+
+    def nbgrader(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=self.root,
+                              env=self.env, capture_output=True, text=True)
+        if check and proc.returncode != 0:
+            raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    def register(self, assignment: str) -> None:
+        """Add the assignment and its grade cells to the gradebook (regenerates release/)."""
+        self.nbgrader("generate_assignment", assignment, "--force")
+
+    def release_notebook(self, assignment: str, notebook: str) -> nbformat.NotebookNode:
+        return nbformat.read(self.root / "release" / assignment / f"{notebook}.ipynb", as_version=4)
+
+    def source_notebook(self, assignment: str, notebook: str) -> nbformat.NotebookNode:
+        return nbformat.read(self.root / "source" / assignment / f"{notebook}.ipynb", as_version=4)
+
+    def submit(self, student: str, assignment: str, files: dict[str, object]) -> Path:
+        """Write a submission: {file name: notebook, str or bytes}."""
+        folder = self.root / "submitted" / student / assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, content in files.items():
+            path = folder / name
+            if isinstance(content, nbformat.NotebookNode):
+                nbformat.write(content, path)
+            elif isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content)
+        return folder
+
+    def autograde(self, assignment: str, *args: str) -> subprocess.CompletedProcess:
+        return self.nbgrader("autograde", assignment, "--force", *args, check=False)
+
+    def grades(self, assignment: str, notebook: str) -> dict[str, list[CellGrade]]:
+        """{student: [grade of each grade cell]} from the gradebook, for graded submissions."""
+        from nbgrader.api import Gradebook, MissingEntry
+
+        result = {}
+        with Gradebook(gradebook_url(self.root)) as gb:
+            for student in gb.students:
+                try:
+                    nb = gb.find_submission_notebook(notebook, assignment, student.id)
+                except MissingEntry:
+                    continue
+                result[student.id] = [CellGrade(g.name, float(g.score), float(g.max_score))
+                                      for g in nb.grades]
+        return result

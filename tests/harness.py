@@ -1,0 +1,67 @@
+"""Grading submissions for real, in a scratch copy of the course, from tests."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import nbformat
+
+from course.classroom import ScratchCourse, fill, mutate, solution_sources
+
+
+class Batch:
+    """One scratch course, one assignment: build submissions, grade them in one nbgrader run."""
+
+    def __init__(self, root: Path, assignment: str, notebook: str):
+        self.course = ScratchCourse(root)
+        self.assignment, self.notebook = assignment, notebook
+        self.course.register(assignment)
+        self.release = self.course.release_notebook(assignment, notebook)
+        self.solutions = solution_sources(self.course.source_notebook(assignment, notebook))
+        self.filename = f"{notebook}.ipynb"
+
+    def answered(self, answers: dict[str, str] | None = None, trim: bool = False):
+        """The release with every solution cell answered by the reference, then `answers`."""
+        return fill(self.release, {**self.solutions, **(answers or {})}, trim=trim)
+
+    def mutant(self, cell: str, edits, code: str | None = None, trim: bool = True):
+        code = code if code is not None else self.solutions[cell]
+        for old, new in edits:
+            code = mutate(code, old, new)
+        return self.answered({cell: code}, trim=trim)
+
+    def submit(self, student: str, nb_or_files) -> Path:
+        if isinstance(nb_or_files, nbformat.NotebookNode):
+            nb_or_files = {self.filename: nb_or_files}
+        return self.course.submit(student, self.assignment, nb_or_files)
+
+    def grade(self, cell_timeout: int | None = None):
+        """Autograde everything submitted; return the nbgrader process."""
+        if cell_timeout is not None:
+            os.environ["COURSE_CELL_TIMEOUT"] = str(cell_timeout)
+        try:
+            return self.course.autograde(self.assignment)
+        finally:
+            os.environ.pop("COURSE_CELL_TIMEOUT", None)
+
+    def scores(self) -> dict[str, dict[str, float]]:
+        """{student: {grade id: score}}."""
+        return {student: {g.grade_id: g.score for g in grades}
+                for student, grades in self.course.grades(self.assignment, self.notebook).items()}
+
+    def max_scores(self) -> dict[str, float]:
+        nb = self.course.source_notebook(self.assignment, self.notebook)
+        return {c.metadata["nbgrader"]["grade_id"]: float(c.metadata["nbgrader"]["points"])
+                for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")}
+
+
+def tree_digest(folder: Path) -> dict[str, str]:
+    """{relative path: sha256} of every file under folder."""
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def read_nb(path: Path):
+    return nbformat.read(path, as_version=4)

@@ -1,0 +1,416 @@
+"""Student variants of assignment 01 for the mutation harness.
+
+A mutant is a realistic bug, written as text edits of the reference solution; it must
+lose points in the grade cells named by `loses`. An alternate is a different correct
+implementation, written out in full; it must keep full marks.
+"""
+
+from dataclasses import dataclass, field
+
+ASSIGNMENT, NOTEBOOK = "01_backprop", "backprop"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    cell: str  # grade id of the solution cell it edits
+    edits: tuple[tuple[str, str], ...]  # (old, new); each old must occur exactly once
+    loses: frozenset[str] = field(default_factory=frozenset)  # grade cells that must lose points
+    code: str | None = None  # a whole replacement of the cell, instead of edits
+
+
+@dataclass(frozen=True)
+class Alternate:
+    name: str
+    answers: dict  # {grade id of a solution cell: full code}
+
+
+def m(name, cell, loses, *edits):
+    return Mutant(name, cell, tuple(edits), frozenset(loses))
+
+
+MUTANTS = [
+    # Value: operators
+    m("add overwrites instead of accumulating", "value_core", {"value_accumulation"},
+      ("self.grad += out.grad\n            other.grad += out.grad",
+       "self.grad = out.grad\n            other.grad = out.grad")),
+    m("mul gradient uses its own data", "value_core", {"value_ops", "value_backward"},
+      ("self.grad += other.data * out.grad", "self.grad += self.data * out.grad")),
+    m("mul gradient not chained with out.grad", "value_core", {"value_backward"},
+      ("other.grad += self.data * out.grad", "other.grad += self.data")),
+    m("pow derivative keeps the exponent", "value_core", {"value_ops"},
+      ("exponent * self.data ** (exponent - 1) * out.grad", "exponent * self.data**exponent * out.grad")),
+    m("rsub swaps its operands", "value_more_ops", {"value_ops"},
+      ("return (-self) + other", "return self - other")),
+    m("rtruediv swaps its operands", "value_more_ops", {"value_ops"},
+      ("return self**-1 * other", "return self / other")),
+    m("sub adds", "value_more_ops", {"value_ops", "value_backward"},
+      ("return self + (-other)", "return self + other")),
+    # Value: functions
+    m("tanh derivative 1 - t", "value_functions_solution", {"value_functions", "mlp_training"},
+      ("(1.0 - out.data**2) * out.grad", "(1.0 - out.data) * out.grad")),
+    m("sigmoid derivative s", "value_functions_solution", {"value_functions"},
+      ("s * (1.0 - s) * out.grad", "s * out.grad")),
+    m("relu passes gradient everywhere", "value_functions_solution", {"value_functions"},
+      ("(1.0 if self.data > 0 else 0.0) * out.grad", "out.grad")),
+    m("exp derivative uses its input", "value_functions_solution", {"value_functions"},
+      ("self.grad += out.data * out.grad", "self.grad += self.data * out.grad")),
+    m("log derivative divides by its output", "value_functions_solution", {"value_functions"},
+      ("out.grad / self.data", "out.grad / out.data")),
+    m("naive sigmoid overflows far left", "value_functions_solution", set(),
+      # Correct on the checks' moderate inputs: kept to prove the harness notices that a
+      # mutant survives (test_mutants asserts survivors are exactly the expected ones).
+      ("    if self.data >= 0:\n        s = 1.0 / (1.0 + math.exp(-self.data))\n    else:\n"
+       "        z = math.exp(self.data)\n        s = z / (1.0 + z)",
+       "    s = 1.0 / (1.0 + math.exp(-self.data))")),
+    # Value: backward
+    m("backward recursion instead of topological order", "value_backward_solution",
+      {"value_accumulation", "value_backward"},
+      ("    order, visited = [], set()\n\n    def visit(node):\n        if node not in visited:\n"
+       "            visited.add(node)\n            for child in node._prev:\n"
+       "                visit(child)\n            order.append(node)\n\n    visit(self)\n"
+       "    self.grad = 1.0\n    for node in reversed(order):\n        node._backward()",
+       "    self.grad = 1.0\n\n    def propagate(node):\n        node._backward()\n"
+       "        for child in node._prev:\n            propagate(child)\n\n    propagate(self)")),
+    m("topological sort without a visited set", "value_backward_solution", {"value_accumulation"},
+      ("        if node not in visited:\n            visited.add(node)\n            for child",
+       "        if True:\n            for child")),
+    m("backward forgets the seed", "value_backward_solution",
+      {"value_ops", "value_functions", "value_backward", "value_accumulation", "mlp_training"},
+      ("    self.grad = 1.0\n", "")),
+    m("backward in forward order", "value_backward_solution", {"value_backward", "value_accumulation"},
+      ("for node in reversed(order):", "for node in order:")),
+    # eval_numerical_gradient
+    m("forward difference", "eval_numerical_gradient_solution", {"eval_numerical_gradient"},
+      ("x[ix] = old - h\n        f_minus", "x[ix] = old\n        f_minus"),
+      ("(f_plus - f_minus) / (2 * h)", "(f_plus - f_minus) / h")),
+    m("ignores the h passed in", "eval_numerical_gradient_solution", {"eval_numerical_gradient"},
+      ("    grad = np.zeros(x.shape, dtype=np.float64)\n",
+       "    grad = np.zeros(x.shape, dtype=np.float64)\n    h = 1e-5\n")),
+    m("nudges and restores x by arithmetic", "eval_numerical_gradient_solution",
+      {"eval_numerical_gradient"},
+      ("        x[ix] = old + h\n        f_plus = f(x)\n        x[ix] = old - h\n"
+       "        f_minus = f(x)\n        x[ix] = old\n",
+       "        x[ix] += h\n        f_plus = f(x)\n        x[ix] -= 2 * h\n"
+       "        f_minus = f(x)\n        x[ix] += h\n")),
+    m("divides by h, not 2h", "eval_numerical_gradient_solution", {"eval_numerical_gradient"},
+      ("(f_plus - f_minus) / (2 * h)", "(f_plus - f_minus) / h")),
+    m("returns a flat gradient", "eval_numerical_gradient_solution", {"eval_numerical_gradient"},
+      ("    return grad", "    return grad.ravel()")),
+    # eval_numerical_gradient_array
+    m("ignores the upstream gradient", "eval_numerical_gradient_array_solution",
+      {"eval_numerical_gradient_array"},
+      ("np.sum((f_plus - f_minus) * df)", "np.sum(f_plus - f_minus)")),
+    m("keeps a view of f(x + h)", "eval_numerical_gradient_array_solution",
+      {"eval_numerical_gradient_array"},
+      ("f_plus = np.array(f(x), copy=True)", "f_plus = f(x)"),
+      ("f_minus = np.array(f(x), copy=True)", "f_minus = f(x)")),
+    m("forward difference, array version", "eval_numerical_gradient_array_solution",
+      {"eval_numerical_gradient_array"},
+      ("x[ix] = old - h\n        f_minus", "x[ix] = old\n        f_minus"),
+      ("/ (2 * h)", "/ h")),
+    m("mean instead of sum", "eval_numerical_gradient_array_solution",
+      {"eval_numerical_gradient_array"},
+      ("np.sum((f_plus - f_minus) * df)", "np.mean((f_plus - f_minus) * df)")),
+]
+
+PUSH_MARKED_BACKWARD = '''\
+@add_to_class(Value)
+def backward(self):
+    # Iterative DFS that marks a node when it is pushed, not when it is expanded: a node
+    # reached again through a later path is never moved, so the order is not topological.
+    order, seen, stack = [], {id(self)}, [(self, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        stack.append((node, True))
+        for child in node._prev:
+            if id(child) not in seen:
+                seen.add(id(child))
+                stack.append((child, False))
+    self.grad = 1.0
+    for node in reversed(order):
+        node._backward()
+'''
+
+MUTANTS.append(Mutant("iterative DFS that marks nodes when pushed", "value_backward_solution", (),
+                      frozenset({"value_backward"}), code=PUSH_MARKED_BACKWARD))
+
+# Mutants that the checks, by design, do not catch (see each one's comment).
+EXPECTED_SURVIVORS = {"naive sigmoid overflows far left"}
+
+
+ITERATIVE_BACKWARD = '''\
+@add_to_class(Value)
+def backward(self):
+    # Depth-first post-order with an explicit stack: no recursion limit on deep graphs.
+    order, visited, stack = [], set(), [(self, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if children_done:
+            order.append(node)
+        elif id(node) not in visited:
+            visited.add(id(node))
+            stack.append((node, True))
+            stack.extend((child, False) for child in node._prev if id(child) not in visited)
+    self.grad = 1.0
+    for node in reversed(order):
+        node._backward()
+'''
+
+KAHN_BACKWARD = '''\
+@add_to_class(Value)
+def backward(self):
+    # Kahn's algorithm: a node runs once every node that uses it has run.
+    users, nodes, frontier = {}, {}, [self]
+    while frontier:
+        node = frontier.pop()
+        if id(node) in nodes:
+            continue
+        nodes[id(node)] = node
+        for child in node._prev:
+            users[id(child)] = users.get(id(child), 0) + 1
+            frontier.append(child)
+    self.grad = 1.0
+    ready = [self]
+    while ready:
+        node = ready.pop()
+        node._backward()
+        for child in node._prev:
+            users[id(child)] -= 1
+            if users[id(child)] == 0:
+                ready.append(child)
+'''
+
+MICROGRAD_CORE = '''\
+class Value:
+    """micrograd's layout: children in a set, a plain-number fast path in each operator."""
+
+    def __init__(self, data, _children=(), _op=""):
+        self.data = float(data)
+        self.grad = 0.0
+        self._backward = lambda: None
+        self._prev = set(_children)
+        self._op = _op
+
+    def __add__(self, other):
+        other = other if isinstance(other, Value) else Value(other)
+        out = Value(self.data + other.data, (self, other), "+")
+
+        def _backward():
+            self.grad += 1.0 * out.grad
+            other.grad += 1.0 * out.grad
+
+        out._backward = _backward
+        return out
+
+    def __mul__(self, other):
+        other = other if isinstance(other, Value) else Value(other)
+        out = Value(self.data * other.data, (self, other), "*")
+
+        def _backward():
+            self.grad += out.grad * other.data
+            other.grad += out.grad * self.data
+
+        out._backward = _backward
+        return out
+
+    def __pow__(self, k):
+        out = Value(math.pow(self.data, k), (self,), "pow")
+
+        def _backward():
+            self.grad += k * math.pow(self.data, k - 1) * out.grad
+
+        out._backward = _backward
+        return out
+'''
+
+DIRECT_OPS = '''\
+def _lift(v):
+    return v if isinstance(v, Value) else Value(v)
+
+
+def _binary(a, b, data, da, db, op):
+    # A node with its own local derivatives da, db (no composition of other operators).
+    out = Value(data, (a, b), op)
+
+    def _backward():
+        a.grad += da * out.grad
+        b.grad += db * out.grad
+
+    out._backward = _backward
+    return out
+
+
+@add_to_class(Value)
+def __neg__(self):
+    out = Value(-self.data, (self,), "neg")
+
+    def _backward():
+        self.grad -= out.grad
+
+    out._backward = _backward
+    return out
+
+
+@add_to_class(Value)
+def __sub__(self, other):
+    other = _lift(other)
+    return _binary(self, other, self.data - other.data, 1.0, -1.0, "-")
+
+
+@add_to_class(Value)
+def __truediv__(self, other):
+    other = _lift(other)
+    return _binary(self, other, self.data / other.data, 1.0 / other.data,
+                   -self.data / other.data**2, "/")
+
+
+@add_to_class(Value)
+def __radd__(self, other):
+    return _lift(other) + self
+
+
+@add_to_class(Value)
+def __rsub__(self, other):
+    return _lift(other) - self
+
+
+@add_to_class(Value)
+def __rmul__(self, other):
+    return _lift(other) * self
+
+
+@add_to_class(Value)
+def __rtruediv__(self, other):
+    return _lift(other) / self
+'''
+
+FUNCTIONS_BY_IDENTITIES = '''\
+def _unary(x, data, local, op):
+    out = Value(data, (x,), op)
+
+    def _backward():
+        x.grad += local(out.data) * out.grad
+
+    out._backward = _backward
+    return out
+
+
+@add_to_class(Value)
+def exp(self):
+    return _unary(self, math.exp(self.data), lambda e: e, "exp")
+
+
+@add_to_class(Value)
+def log(self):
+    x = self.data
+    return _unary(self, math.log(x), lambda _: 1.0 / x, "log")
+
+
+@add_to_class(Value)
+def tanh(self):
+    # tanh(x) = 2 sigmoid(2x) - 1, from one exponential of a non-positive number.
+    e = math.exp(-2.0 * abs(self.data))
+    t = math.copysign((1.0 - e) / (1.0 + e), self.data)
+    return _unary(self, t, lambda t: 1.0 - t * t, "tanh")
+
+
+@add_to_class(Value)
+def relu(self):
+    x = self.data
+    return _unary(self, max(0.0, x), lambda _: float(x > 0), "relu")
+
+
+@add_to_class(Value)
+def sigmoid(self):
+    # sigmoid(x) = (1 + tanh(x / 2)) / 2: stable at both ends.
+    s = 0.5 * (1.0 + math.tanh(0.5 * self.data))
+    return _unary(self, s, lambda s: s * (1.0 - s), "sigmoid")
+'''
+
+NDITER_GRADIENT = '''\
+def eval_numerical_gradient(f, x, h=1e-5):
+    """CS231n's checker: np.nditer over x, writing through it."""
+    grad = np.zeros_like(x, dtype=float)
+    it = np.nditer(x, flags=["multi_index"], op_flags=[["readwrite"]])
+    while not it.finished:
+        ix = it.multi_index
+        oldval = x[ix]
+        x[ix] = oldval + h
+        fxph = f(x)
+        x[ix] = oldval - h
+        fxmh = f(x)
+        x[ix] = oldval
+        grad[ix] = (fxph - fxmh) / (2 * h)
+        it.iternext()
+    return grad
+'''
+
+COPY_GRADIENT = '''\
+def eval_numerical_gradient(f, x, h=1e-5):
+    """Never touches x: nudges a private copy, through a flat view of it."""
+    work = np.array(x, dtype=float, copy=True)
+    flat = work.reshape(-1)
+    grad = np.empty(work.size)
+    for i in range(work.size):
+        keep = flat[i]
+        flat[i] = keep + h
+        up = float(f(work))
+        flat[i] = keep - h
+        down = float(f(work))
+        flat[i] = keep
+        grad[i] = (up - down) / (2 * h)
+    return grad.reshape(x.shape)
+'''
+
+NDITER_GRADIENT_ARRAY = '''\
+def eval_numerical_gradient_array(f, x, df, h=1e-5):
+    """CS231n's array checker."""
+    grad = np.zeros_like(x)
+    it = np.nditer(x, flags=["multi_index"], op_flags=[["readwrite"]])
+    while not it.finished:
+        ix = it.multi_index
+        oldval = x[ix]
+        x[ix] = oldval + h
+        pos = f(x).copy()
+        x[ix] = oldval - h
+        neg = f(x).copy()
+        x[ix] = oldval
+        grad[ix] = np.sum((pos - neg) * df) / (2 * h)
+        it.iternext()
+    return grad
+'''
+
+PROJECTED_GRADIENT_ARRAY = '''\
+def eval_numerical_gradient_array(f, x, df, h=1e-5):
+    """Projects f onto df at once, so no array output is kept across nudges."""
+    def g(z):
+        return float(np.sum(f(z) * df))
+
+    grad = np.zeros(x.shape)
+    for ix in np.ndindex(*x.shape):
+        saved = x[ix]
+        x[ix] = saved + h
+        gp = g(x)
+        x[ix] = saved - h
+        gm = g(x)
+        x[ix] = saved
+        grad[ix] = (gp - gm) / (2 * h)
+    return grad
+'''
+
+ALTERNATES = [
+    Alternate("iterative depth-first backward", {"value_backward_solution": ITERATIVE_BACKWARD}),
+    Alternate("Kahn's algorithm backward", {"value_backward_solution": KAHN_BACKWARD}),
+    Alternate("micrograd core with set children", {"value_core": MICROGRAD_CORE}),
+    Alternate("operators with their own derivatives", {"value_more_ops": DIRECT_OPS}),
+    Alternate("functions through identities", {"value_functions_solution": FUNCTIONS_BY_IDENTITIES}),
+    Alternate("nditer numerical gradient", {"eval_numerical_gradient_solution": NDITER_GRADIENT}),
+    Alternate("copy-based numerical gradient", {"eval_numerical_gradient_solution": COPY_GRADIENT}),
+    Alternate("nditer array gradient", {"eval_numerical_gradient_array_solution": NDITER_GRADIENT_ARRAY}),
+    Alternate("projected array gradient",
+              {"eval_numerical_gradient_array_solution": PROJECTED_GRADIENT_ARRAY}),
+]
