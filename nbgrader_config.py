@@ -8,8 +8,8 @@ how a check judges live in `course.grading`, not here.
 import os
 from pathlib import Path
 
-from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbgrader.preprocessors import ClearHiddenTests, GetGrades
 
 from course.paths import gradebook_url
 
@@ -51,6 +51,10 @@ c.OverwriteCells.add_missing_cells = True
 
 # Feedback shows what the checks printed, never the hidden checks themselves.
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+
+# Kernels started by nbgrader inherit this: hidden checks read the references/ of the
+# course directory being graded, not of wherever the `course` package was installed from.
+os.environ["COURSE_ROOT"] = str(ROOT)
 
 # Fixed BLAS threads: float results then do not depend on the grading machine's cores.
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+from nbformat.reader import NotJSONError
 
 from course.paths import gradebook_url, tool_env
 
@@ -44,16 +45,20 @@ def preflight(folder: Path, expected: list[str]) -> list[str]:
     for name in expected:
         path = folder / name
         if name not in present:
-            found = f"; found {', '.join(repr(s) for s in strangers)}: rename it" if strangers else ""
+            found = (
+                f"; found {', '.join(repr(s) for s in strangers)}: rename it" if strangers else ""
+            )
             problems.append(f"{name} is missing{found}")
             continue
         try:
             nbformat.validate(nbformat.read(path, as_version=4))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            problems.append(f"{name} is not valid JSON ({type(exc).__name__}: {exc})")
+        except (NotJSONError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+            problems.append(f"{name} is not valid JSON ({str(exc).splitlines()[0][:120]})")
         except Exception as exc:  # noqa: BLE001 (nbformat raises many kinds)
-            problems.append(f"{name} is not a valid notebook ({type(exc).__name__}: "
-                            f"{str(exc).splitlines()[0][:160]})")
+            problems.append(
+                f"{name} is not a valid notebook ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0][:160]})"
+            )
     return problems
 
 
@@ -63,7 +68,8 @@ def timed_out_cells(notebook: Path) -> list[str]:
     for index, cell in enumerate(nb.cells):
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error" and "CellTimeoutError" in "".join(
-                    [out.get("ename", "")] + out.get("traceback", [])):
+                [out.get("ename", "")] + out.get("traceback", [])
+            ):
                 names.append(cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}")
     return names
 
@@ -94,8 +100,13 @@ def assignment_in_gradebook(root: Path, assignment: str) -> bool:
 
 
 def run_nbgrader(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=root, env=tool_env(),
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args],
+        cwd=root,
+        env=tool_env(),
+        capture_output=True,
+        text=True,
+    )
 
 
 def grade(root: Path, assignment: str, log=print) -> list[Status]:
@@ -111,8 +122,9 @@ def grade(root: Path, assignment: str, log=print) -> list[Status]:
         proc = run_nbgrader(root, "generate_assignment", assignment, "--force")
         if proc.returncode != 0:
             raise RuntimeError(f"nbgrader generate_assignment failed:\n{proc.stderr[-2000:]}")
-    statuses = {p.parent.name: Status(p.parent.name, problems=preflight(p, expected))
-                for p in submitted}
+    statuses = {
+        p.parent.name: Status(p.parent.name, problems=preflight(p, expected)) for p in submitted
+    }
     proc = run_nbgrader(root, "autograde", assignment, "--force")
     log_path = root / ".nbgrader" / "logs" / f"autograde-{assignment}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -123,8 +135,10 @@ def grade(root: Path, assignment: str, log=print) -> list[Status]:
         if status.problems:
             continue  # nbgrader could not grade it: the preflight says why
         if not out_dir.is_dir():
-            status.problems.append("the kernel died while grading (a crash, os._exit or out of "
-                                   "memory); nbgrader removed its autograded copy")
+            status.problems.append(
+                "the kernel died while grading (a crash, os._exit or out of "
+                "memory); nbgrader removed its autograded copy"
+            )
             continue
         for name in expected:
             slow = timed_out_cells(out_dir / name)

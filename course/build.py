@@ -43,7 +43,7 @@ def notebook_path(text_path: Path) -> Path:
 
 
 def notebook_key(text_path: Path) -> str:
-    """"<assignment>/<name>": how checks and references name a notebook."""
+    """ "<assignment>/<name>": how checks and references name a notebook."""
     return f"{text_path.parent.name}/{text_path.name.removesuffix(TEXT_SUFFIX)}"
 
 
@@ -83,12 +83,18 @@ def validate_grade_cells(nb: nbformat.NotebookNode, key: str) -> None:
         meta = cell.metadata.get("nbgrader", {})
         if not meta.get("grade") or meta.get("solution"):
             continue
-        chk = grading.get_check(meta["grade_id"]) if f'check("{meta["grade_id"]}"' in cell.source else None
+        chk = (
+            grading.get_check(meta["grade_id"])
+            if f'check("{meta["grade_id"]}"' in cell.source
+            else None
+        )
         if chk is None:
             raise ValueError(f"{key}: grade cell {meta['grade_id']!r} runs no check of that name")
         if float(meta["points"]) != float(chk.points):
-            raise ValueError(f"{key}: grade cell {meta['grade_id']!r} is worth {meta['points']} "
-                             f"points, its check scores {chk.points}")
+            raise ValueError(
+                f"{key}: grade cell {meta['grade_id']!r} is worth {meta['points']} "
+                f"points, its check scores {chk.points}"
+            )
         if chk.notebook != key:
             raise ValueError(f"{key}: check {chk.name!r} belongs to {chk.notebook}")
 
@@ -107,7 +113,11 @@ def nbgrader(root: Path, *args: str, check: bool = True) -> subprocess.Completed
     """Run an nbgrader command in course directory `root`, output captured."""
     return subprocess.run(
         [sys.executable, "-m", "nbgrader", *args],
-        cwd=root, env=tool_env(), capture_output=True, text=True, check=check,
+        cwd=root,
+        env=tool_env(),
+        capture_output=True,
+        text=True,
+        check=check,
     )
 
 
@@ -170,7 +180,9 @@ def _dump_references(refs: dict) -> str:
     """JSON with one line per output: reviewable, diffable, and exact (floats round-trip)."""
     lines = []
     for name in sorted(refs):
-        entries = [f"  {json.dumps(key)}: {json.dumps(value)}" for key, value in sorted(refs[name].items())]
+        entries = [
+            f"  {json.dumps(key)}: {json.dumps(value)}" for key, value in sorted(refs[name].items())
+        ]
         lines.append(f" {json.dumps(name)}: {{\n" + ",\n".join(entries) + "\n }")
     return "{\n" + ",\n".join(lines) + "\n}\n"
 

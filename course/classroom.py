@@ -98,8 +98,13 @@ class ScratchCourse:
         return tool_env(COURSE_ROOT=str(self.root))  # kernels read references/ of this copy
 
     def nbgrader(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=self.root,
-                              env=self.env, capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "nbgrader", *args],
+            cwd=self.root,
+            env=self.env,
+            capture_output=True,
+            text=True,
+        )
         if check and proc.returncode != 0:
             raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
         return proc
@@ -142,6 +147,7 @@ class ScratchCourse:
                     nb = gb.find_submission_notebook(notebook, assignment, student.id)
                 except MissingEntry:
                     continue
-                result[student.id] = [CellGrade(g.name, float(g.score), float(g.max_score))
-                                      for g in nb.grades]
+                result[student.id] = [
+                    CellGrade(g.name, float(g.score), float(g.max_score)) for g in nb.grades
+                ]
         return result

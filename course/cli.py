@@ -1,17 +1,16 @@
 """The `course` command: build the course, grade a demo class, benchmark.
 
-    course build        text sources -> source notebooks, release/, references/
-    course references   only recompute references/ from the source solutions
-    course grade A      autograde every submission of assignment A; report problems
-    course demo         the instructor's pipeline on bundled demo students, in a scratch copy
-    course bench        notebook and autograding timings
+course build        text sources -> source notebooks, release/, references/
+course references   only recompute references/ from the source solutions
+course grade A      autograde every submission of assignment A; report problems
+course demo         the instructor's pipeline on bundled demo students, in a scratch copy
+course bench        notebook and autograding timings
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from course.paths import course_root
 
@@ -63,13 +62,21 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("build", help="regenerate source notebooks, release/ and references/")
     commands.add_parser("references", help="recompute references/ from the source solutions")
-    grade = commands.add_parser("grade", help="autograde every submission; report what needs attention")
+    grade = commands.add_parser(
+        "grade", help="autograde every submission; report what needs attention"
+    )
     grade.add_argument("assignment", help="e.g. 01_backprop")
     demo = commands.add_parser("demo", help="autograde bundled demo students; print the grades")
     demo.add_argument("--keep", action="store_true", help="keep the scratch course directory")
     commands.add_parser("bench", help="time every notebook and the autograding of one submission")
     args = parser.parse_args(argv)
-    handler = {"build": _build, "references": _references, "grade": _grade, "demo": _demo, "bench": _bench}
+    handler = {
+        "build": _build,
+        "references": _references,
+        "grade": _grade,
+        "demo": _demo,
+        "bench": _bench,
+    }
     return handler[args.command](args)
 
 

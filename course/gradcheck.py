@@ -56,8 +56,14 @@ def compare_table(
     for name, ref in reference.items():
         ref = np.asarray(ref, dtype=np.float64)
         got = mine.get(name)
-        row = {"name": name, "shape": ref.shape, "exact": False, "close": False,
-               "max_diff": float("nan"), "rel_error": float("nan")}
+        row = {
+            "name": name,
+            "shape": ref.shape,
+            "exact": False,
+            "close": False,
+            "max_diff": float("nan"),
+            "rel_error": float("nan"),
+        }
         if got is not None and np.shape(got) == ref.shape:
             got = np.asarray(got, dtype=np.float64)
             row["exact"] = bool(np.array_equal(got, ref))
@@ -67,6 +73,8 @@ def compare_table(
         rows.append(row)
     print(f"{'variable':<10}{'shape':<12}{'exact':<7}{'close':<7}{'max diff':>10}{'rel error':>11}")
     for r in rows:
-        print(f"{r['name']:<10}{str(r['shape']):<12}{str(r['exact']):<7}{str(r['close']):<7}"
-              f"{r['max_diff']:>10.1e}{r['rel_error']:>11.1e}")
+        print(
+            f"{r['name']:<10}{str(r['shape']):<12}{str(r['exact']):<7}{str(r['close']):<7}"
+            f"{r['max_diff']:>10.1e}{r['rel_error']:>11.1e}"
+        )
     return rows

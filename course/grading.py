@@ -24,7 +24,7 @@ import sys
 import warnings
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -152,7 +152,9 @@ class Outputs(dict):
             values = [Raised(str(exc))] * len(names)
         except Exception as exc:  # noqa: BLE001 (any student error fails these keys only)
             text = str(exc).splitlines()[0][:120] if str(exc) else ""
-            values = [Raised(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)] * len(names)
+            values = [
+                Raised(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+            ] * len(names)
         for name, value in zip(names, values, strict=True):
             self[name] = _plain(value)
 
@@ -215,11 +217,18 @@ def judge_one(key: str, got, want, rule: Rule) -> Result:
     ok = (
         got_a.shape == want_a.shape
         and bool(np.all(np.isfinite(got_a)))
-        and bool(np.all(np.abs(got_a - want_a) <= rule.rtol * np.maximum(1e-8, np.abs(got_a) + np.abs(want_a))))
+        and bool(
+            np.all(
+                np.abs(got_a - want_a)
+                <= rule.rtol * np.maximum(1e-8, np.abs(got_a) + np.abs(want_a))
+            )
+        )
     )
     if ok:
         return Result(key, True, rule.weight)
-    return Result(key, False, rule.weight, f"{label} {_describe_mismatch(got_a, want_a, rule.rtol)}.{hint}")
+    return Result(
+        key, False, rule.weight, f"{label} {_describe_mismatch(got_a, want_a, rule.rtol)}.{hint}"
+    )
 
 
 def rule_for(check: Check, key: str) -> Rule:
@@ -231,7 +240,10 @@ def rule_for(check: Check, key: str) -> Rule:
 
 def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
     """One Result per reference key; a key the student's probe never reached fails."""
-    return [judge_one(key, outputs.get(key), want, rule_for(check, key)) for key, want in reference.items()]
+    return [
+        judge_one(key, outputs.get(key), want, rule_for(check, key))
+        for key, want in reference.items()
+    ]
 
 
 def score(check: Check, results: list[Result]) -> float:
@@ -245,8 +257,10 @@ def score(check: Check, results: list[Result]) -> float:
 
 def report(check: Check, results: list[Result], points: float, limit: int = 8) -> str:
     passed = sum(r.passed for r in results)
-    lines = [f"{check.name}: {points:g} of {check.points:g} points "
-             f"({passed} of {len(results)} sub-checks passed)"]
+    lines = [
+        f"{check.name}: {points:g} of {check.points:g} points "
+        f"({passed} of {len(results)} sub-checks passed)"
+    ]
     failures = [r for r in results if not r.passed]
     lines += [f"  FAIL {r.message}" for r in failures[:limit]]
     if len(failures) > limit:

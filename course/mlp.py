@@ -24,8 +24,10 @@ class MLP:
         self.layers = []  # one (weights, biases) pair per layer; weights[j][i]: input i -> unit j
         for fan_in, fan_out in zip(sizes[:-1], sizes[1:], strict=False):
             scale = 1.0 / fan_in**0.5
-            weights = [[value_cls(rng.uniform(-scale, scale)) for _ in range(fan_in)]
-                       for _ in range(fan_out)]
+            weights = [
+                [value_cls(rng.uniform(-scale, scale)) for _ in range(fan_in)]
+                for _ in range(fan_out)
+            ]
             self.layers.append((weights, [value_cls(0.0) for _ in range(fan_out)]))
 
     def parameters(self) -> list:
@@ -35,8 +37,10 @@ class MLP:
         """x: sequence of numbers (or Values). Returns the output score, a Value."""
         for depth, (weights, biases) in enumerate(self.layers):
             last = depth == len(self.layers) - 1
-            x = [sum((w * xi for w, xi in zip(row, x, strict=True)), b)
-                 for row, b in zip(weights, biases, strict=True)]
+            x = [
+                sum((w * xi for w, xi in zip(row, x, strict=True)), b)
+                for row, b in zip(weights, biases, strict=True)
+            ]
             if not last:
                 x = [unit.tanh() for unit in x]
         return x[0]
@@ -62,8 +66,15 @@ def hinge_loss(model: MLP, X: np.ndarray, y: np.ndarray, alpha: float = 1e-4):
     return data_loss + reg_loss, accuracy
 
 
-def train(model: MLP, X, y, steps: int = 30, learning_rate: float = 0.5, progress=None,
-          zero_grad: bool = True):
+def train(
+    model: MLP,
+    X,
+    y,
+    steps: int = 30,
+    learning_rate: float = 0.5,
+    progress=None,
+    zero_grad: bool = True,
+):
     """Full-batch gradient descent. Returns (losses, accuracies), one entry per step.
 
     progress: an optional wrapper around the step range, e.g. tqdm.

@@ -6,8 +6,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 
-def loss_curve(losses: Sequence[float], title: str = "Training loss: it should fall, then flatten",
-               ax=None):
+def loss_curve(
+    losses: Sequence[float], title: str = "Training loss: it should fall, then flatten", ax=None
+):
     """Loss against step, on a log scale when it spans more than a decade."""
     ax = ax or plt.subplots(figsize=(5, 3.2))[1]
     ax.plot(np.arange(1, len(losses) + 1), losses, marker=".")
@@ -19,8 +20,13 @@ def loss_curve(losses: Sequence[float], title: str = "Training loss: it should f
     return ax
 
 
-def decision_boundary(predict: Callable[[np.ndarray], np.ndarray], X: np.ndarray, y: np.ndarray,
-                      title: str = "Decision boundary: does it separate the classes?", ax=None):
+def decision_boundary(
+    predict: Callable[[np.ndarray], np.ndarray],
+    X: np.ndarray,
+    y: np.ndarray,
+    title: str = "Decision boundary: does it separate the classes?",
+    ax=None,
+):
     """Shade where predict(points) > 0 over a grid that covers X; scatter X coloured by y."""
     ax = ax or plt.subplots(figsize=(4.5, 4))[1]
     pad = 0.5
@@ -35,9 +41,12 @@ def decision_boundary(predict: Callable[[np.ndarray], np.ndarray], X: np.ndarray
     return ax
 
 
-def error_against_step(hs: np.ndarray, errors: dict[str, np.ndarray],
-                       title: str = "Gradient-check error against h: a V, rounding left, truncation right",
-                       ax=None):
+def error_against_step(
+    hs: np.ndarray,
+    errors: dict[str, np.ndarray],
+    title: str = "Gradient-check error against h: a V, rounding left, truncation right",
+    ax=None,
+):
     """Relative error of a numerical gradient against the step h, one line per dtype."""
     ax = ax or plt.subplots(figsize=(5.5, 3.5))[1]
     for label, err in errors.items():

@@ -48,19 +48,27 @@ class Batch:
 
     def scores(self) -> dict[str, dict[str, float]]:
         """{student: {grade id: score}}."""
-        return {student: {g.grade_id: g.score for g in grades}
-                for student, grades in self.course.grades(self.assignment, self.notebook).items()}
+        return {
+            student: {g.grade_id: g.score for g in grades}
+            for student, grades in self.course.grades(self.assignment, self.notebook).items()
+        }
 
     def max_scores(self) -> dict[str, float]:
         nb = self.course.source_notebook(self.assignment, self.notebook)
-        return {c.metadata["nbgrader"]["grade_id"]: float(c.metadata["nbgrader"]["points"])
-                for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")}
+        return {
+            c.metadata["nbgrader"]["grade_id"]: float(c.metadata["nbgrader"]["points"])
+            for c in nb.cells
+            if c.metadata.get("nbgrader", {}).get("grade")
+        }
 
 
 def tree_digest(folder: Path) -> dict[str, str]:
     """{relative path: sha256} of every file under folder."""
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def read_nb(path: Path):

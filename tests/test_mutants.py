@@ -70,18 +70,35 @@ def test_variant(index, kind, variant, tmp_path_factory):
 
 
 def test_every_graded_cell_has_three_mutants_and_every_solution_two_alternates():
-    cells = {"value_ops", "value_functions", "value_backward", "value_accumulation",
-             "eval_numerical_gradient", "eval_numerical_gradient_array"}
+    cells = {
+        "value_ops",
+        "value_functions",
+        "value_backward",
+        "value_accumulation",
+        "eval_numerical_gradient",
+        "eval_numerical_gradient_array",
+    }
     for cell in cells:
         killers = [v for v in MUTANTS if cell in v.loses]
         assert len(killers) >= 3, f"{cell}: only {len(killers)} mutants"
-    solution_cells = {"value_core", "value_more_ops", "value_functions_solution",
-                      "value_backward_solution", "eval_numerical_gradient_solution",
-                      "eval_numerical_gradient_array_solution"}
-    graded_functions = {"Value": {"value_core", "value_more_ops", "value_functions_solution",
-                                  "value_backward_solution"},
-                        "eval_numerical_gradient": {"eval_numerical_gradient_solution"},
-                        "eval_numerical_gradient_array": {"eval_numerical_gradient_array_solution"}}
+    solution_cells = {
+        "value_core",
+        "value_more_ops",
+        "value_functions_solution",
+        "value_backward_solution",
+        "eval_numerical_gradient_solution",
+        "eval_numerical_gradient_array_solution",
+    }
+    graded_functions = {
+        "Value": {
+            "value_core",
+            "value_more_ops",
+            "value_functions_solution",
+            "value_backward_solution",
+        },
+        "eval_numerical_gradient": {"eval_numerical_gradient_solution"},
+        "eval_numerical_gradient_array": {"eval_numerical_gradient_array_solution"},
+    }
     for function, its_cells in graded_functions.items():
         alternates = [a for a in ALTERNATES if set(a.answers) & its_cells]
         assert len(alternates) >= 2, f"{function}: only {len(alternates)} alternates"

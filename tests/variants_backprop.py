@@ -31,90 +31,203 @@ def m(name, cell, loses, *edits):
 
 MUTANTS = [
     # Value: operators
-    m("add overwrites instead of accumulating", "value_core", {"value_accumulation"},
-      ("self.grad += out.grad\n            other.grad += out.grad",
-       "self.grad = out.grad\n            other.grad = out.grad")),
-    m("mul gradient uses its own data", "value_core", {"value_ops", "value_backward"},
-      ("self.grad += other.data * out.grad", "self.grad += self.data * out.grad")),
-    m("mul gradient not chained with out.grad", "value_core", {"value_backward"},
-      ("other.grad += self.data * out.grad", "other.grad += self.data")),
-    m("pow derivative keeps the exponent", "value_core", {"value_ops"},
-      ("exponent * self.data ** (exponent - 1) * out.grad", "exponent * self.data**exponent * out.grad")),
-    m("rsub swaps its operands", "value_more_ops", {"value_ops"},
-      ("return (-self) + other", "return self - other")),
-    m("rtruediv swaps its operands", "value_more_ops", {"value_ops"},
-      ("return self**-1 * other", "return self / other")),
-    m("sub adds", "value_more_ops", {"value_ops", "value_backward"},
-      ("return self + (-other)", "return self + other")),
+    m(
+        "add overwrites instead of accumulating",
+        "value_core",
+        {"value_accumulation"},
+        (
+            "self.grad += out.grad\n            other.grad += out.grad",
+            "self.grad = out.grad\n            other.grad = out.grad",
+        ),
+    ),
+    m(
+        "mul gradient uses its own data",
+        "value_core",
+        {"value_ops", "value_backward"},
+        ("self.grad += other.data * out.grad", "self.grad += self.data * out.grad"),
+    ),
+    m(
+        "mul gradient not chained with out.grad",
+        "value_core",
+        {"value_backward"},
+        ("other.grad += self.data * out.grad", "other.grad += self.data"),
+    ),
+    m(
+        "pow derivative keeps the exponent",
+        "value_core",
+        {"value_ops"},
+        (
+            "exponent * self.data ** (exponent - 1) * out.grad",
+            "exponent * self.data**exponent * out.grad",
+        ),
+    ),
+    m(
+        "rsub swaps its operands",
+        "value_more_ops",
+        {"value_ops"},
+        ("return (-self) + other", "return self - other"),
+    ),
+    m(
+        "rtruediv swaps its operands",
+        "value_more_ops",
+        {"value_ops"},
+        ("return self**-1 * other", "return self / other"),
+    ),
+    m(
+        "sub adds",
+        "value_more_ops",
+        {"value_ops", "value_backward"},
+        ("return self + (-other)", "return self + other"),
+    ),
     # Value: functions
-    m("tanh derivative 1 - t", "value_functions_solution", {"value_functions", "mlp_training"},
-      ("(1.0 - out.data**2) * out.grad", "(1.0 - out.data) * out.grad")),
-    m("sigmoid derivative s", "value_functions_solution", {"value_functions"},
-      ("s * (1.0 - s) * out.grad", "s * out.grad")),
-    m("relu passes gradient everywhere", "value_functions_solution", {"value_functions"},
-      ("(1.0 if self.data > 0 else 0.0) * out.grad", "out.grad")),
-    m("exp derivative uses its input", "value_functions_solution", {"value_functions"},
-      ("self.grad += out.data * out.grad", "self.grad += self.data * out.grad")),
-    m("log derivative divides by its output", "value_functions_solution", {"value_functions"},
-      ("out.grad / self.data", "out.grad / out.data")),
-    m("naive sigmoid overflows far left", "value_functions_solution", set(),
-      # Correct on the checks' moderate inputs: kept to prove the harness notices that a
-      # mutant survives (test_mutants asserts survivors are exactly the expected ones).
-      ("    if self.data >= 0:\n        s = 1.0 / (1.0 + math.exp(-self.data))\n    else:\n"
-       "        z = math.exp(self.data)\n        s = z / (1.0 + z)",
-       "    s = 1.0 / (1.0 + math.exp(-self.data))")),
+    m(
+        "tanh derivative 1 - t",
+        "value_functions_solution",
+        {"value_functions", "mlp_training"},
+        ("(1.0 - out.data**2) * out.grad", "(1.0 - out.data) * out.grad"),
+    ),
+    m(
+        "sigmoid derivative s",
+        "value_functions_solution",
+        {"value_functions"},
+        ("s * (1.0 - s) * out.grad", "s * out.grad"),
+    ),
+    m(
+        "relu passes gradient everywhere",
+        "value_functions_solution",
+        {"value_functions"},
+        ("(1.0 if self.data > 0 else 0.0) * out.grad", "out.grad"),
+    ),
+    m(
+        "exp derivative uses its input",
+        "value_functions_solution",
+        {"value_functions"},
+        ("self.grad += out.data * out.grad", "self.grad += self.data * out.grad"),
+    ),
+    m(
+        "log derivative divides by its output",
+        "value_functions_solution",
+        {"value_functions"},
+        ("out.grad / self.data", "out.grad / out.data"),
+    ),
+    m(
+        "naive sigmoid overflows far left",
+        "value_functions_solution",
+        set(),
+        # Correct on the checks' moderate inputs: kept to prove the harness notices that a
+        # mutant survives (test_mutants asserts survivors are exactly the expected ones).
+        (
+            "    if self.data >= 0:\n        s = 1.0 / (1.0 + math.exp(-self.data))\n    else:\n"
+            "        z = math.exp(self.data)\n        s = z / (1.0 + z)",
+            "    s = 1.0 / (1.0 + math.exp(-self.data))",
+        ),
+    ),
     # Value: backward
-    m("backward recursion instead of topological order", "value_backward_solution",
-      {"value_accumulation", "value_backward"},
-      ("    order, visited = [], set()\n\n    def visit(node):\n        if node not in visited:\n"
-       "            visited.add(node)\n            for child in node._prev:\n"
-       "                visit(child)\n            order.append(node)\n\n    visit(self)\n"
-       "    self.grad = 1.0\n    for node in reversed(order):\n        node._backward()",
-       "    self.grad = 1.0\n\n    def propagate(node):\n        node._backward()\n"
-       "        for child in node._prev:\n            propagate(child)\n\n    propagate(self)")),
-    m("topological sort without a visited set", "value_backward_solution", {"value_accumulation"},
-      ("        if node not in visited:\n            visited.add(node)\n            for child",
-       "        if True:\n            for child")),
-    m("backward forgets the seed", "value_backward_solution",
-      {"value_ops", "value_functions", "value_backward", "value_accumulation", "mlp_training"},
-      ("    self.grad = 1.0\n", "")),
-    m("backward in forward order", "value_backward_solution", {"value_backward", "value_accumulation"},
-      ("for node in reversed(order):", "for node in order:")),
+    m(
+        "backward recursion instead of topological order",
+        "value_backward_solution",
+        {"value_accumulation", "value_backward"},
+        (
+            "    order, visited = [], set()\n\n    def visit(node):\n"
+            "        if node not in visited:\n"
+            "            visited.add(node)\n            for child in node._prev:\n"
+            "                visit(child)\n            order.append(node)\n\n    visit(self)\n"
+            "    self.grad = 1.0\n    for node in reversed(order):\n        node._backward()",
+            "    self.grad = 1.0\n\n    def propagate(node):\n        node._backward()\n"
+            "        for child in node._prev:\n            propagate(child)\n\n    propagate(self)",
+        ),
+    ),
+    m(
+        "topological sort without a visited set",
+        "value_backward_solution",
+        {"value_accumulation"},
+        (
+            "        if node not in visited:\n            visited.add(node)\n            for child",
+            "        if True:\n            for child",
+        ),
+    ),
+    m(
+        "backward forgets the seed",
+        "value_backward_solution",
+        {"value_ops", "value_functions", "value_backward", "value_accumulation", "mlp_training"},
+        ("    self.grad = 1.0\n", ""),
+    ),
+    m(
+        "backward in forward order",
+        "value_backward_solution",
+        {"value_backward", "value_accumulation"},
+        ("for node in reversed(order):", "for node in order:"),
+    ),
     # eval_numerical_gradient
-    m("forward difference", "eval_numerical_gradient_solution", {"eval_numerical_gradient"},
-      ("x[ix] = old - h\n        f_minus", "x[ix] = old\n        f_minus"),
-      ("(f_plus - f_minus) / (2 * h)", "(f_plus - f_minus) / h")),
-    m("ignores the h passed in", "eval_numerical_gradient_solution", {"eval_numerical_gradient"},
-      ("    grad = np.zeros(x.shape, dtype=np.float64)\n",
-       "    grad = np.zeros(x.shape, dtype=np.float64)\n    h = 1e-5\n")),
-    m("nudges and restores x by arithmetic", "eval_numerical_gradient_solution",
-      {"eval_numerical_gradient"},
-      ("        x[ix] = old + h\n        f_plus = f(x)\n        x[ix] = old - h\n"
-       "        f_minus = f(x)\n        x[ix] = old\n",
-       "        x[ix] += h\n        f_plus = f(x)\n        x[ix] -= 2 * h\n"
-       "        f_minus = f(x)\n        x[ix] += h\n")),
-    m("divides by h, not 2h", "eval_numerical_gradient_solution", {"eval_numerical_gradient"},
-      ("(f_plus - f_minus) / (2 * h)", "(f_plus - f_minus) / h")),
-    m("returns a flat gradient", "eval_numerical_gradient_solution", {"eval_numerical_gradient"},
-      ("    return grad", "    return grad.ravel()")),
+    m(
+        "forward difference",
+        "eval_numerical_gradient_solution",
+        {"eval_numerical_gradient"},
+        ("x[ix] = old - h\n        f_minus", "x[ix] = old\n        f_minus"),
+        ("(f_plus - f_minus) / (2 * h)", "(f_plus - f_minus) / h"),
+    ),
+    m(
+        "ignores the h passed in",
+        "eval_numerical_gradient_solution",
+        {"eval_numerical_gradient"},
+        (
+            "    grad = np.zeros(x.shape, dtype=np.float64)\n",
+            "    grad = np.zeros(x.shape, dtype=np.float64)\n    h = 1e-5\n",
+        ),
+    ),
+    m(
+        "nudges and restores x by arithmetic",
+        "eval_numerical_gradient_solution",
+        {"eval_numerical_gradient"},
+        (
+            "        x[ix] = old + h\n        f_plus = f(x)\n        x[ix] = old - h\n"
+            "        f_minus = f(x)\n        x[ix] = old\n",
+            "        x[ix] += h\n        f_plus = f(x)\n        x[ix] -= 2 * h\n"
+            "        f_minus = f(x)\n        x[ix] += h\n",
+        ),
+    ),
+    m(
+        "divides by h, not 2h",
+        "eval_numerical_gradient_solution",
+        {"eval_numerical_gradient"},
+        ("(f_plus - f_minus) / (2 * h)", "(f_plus - f_minus) / h"),
+    ),
+    m(
+        "returns a flat gradient",
+        "eval_numerical_gradient_solution",
+        {"eval_numerical_gradient"},
+        ("    return grad", "    return grad.ravel()"),
+    ),
     # eval_numerical_gradient_array
-    m("ignores the upstream gradient", "eval_numerical_gradient_array_solution",
-      {"eval_numerical_gradient_array"},
-      ("np.sum((f_plus - f_minus) * df)", "np.sum(f_plus - f_minus)")),
-    m("keeps a view of f(x + h)", "eval_numerical_gradient_array_solution",
-      {"eval_numerical_gradient_array"},
-      ("f_plus = np.array(f(x), copy=True)", "f_plus = f(x)"),
-      ("f_minus = np.array(f(x), copy=True)", "f_minus = f(x)")),
-    m("forward difference, array version", "eval_numerical_gradient_array_solution",
-      {"eval_numerical_gradient_array"},
-      ("x[ix] = old - h\n        f_minus", "x[ix] = old\n        f_minus"),
-      ("/ (2 * h)", "/ h")),
-    m("mean instead of sum", "eval_numerical_gradient_array_solution",
-      {"eval_numerical_gradient_array"},
-      ("np.sum((f_plus - f_minus) * df)", "np.mean((f_plus - f_minus) * df)")),
+    m(
+        "ignores the upstream gradient",
+        "eval_numerical_gradient_array_solution",
+        {"eval_numerical_gradient_array"},
+        ("np.sum((f_plus - f_minus) * df)", "np.sum(f_plus - f_minus)"),
+    ),
+    m(
+        "keeps a view of f(x + h)",
+        "eval_numerical_gradient_array_solution",
+        {"eval_numerical_gradient_array"},
+        ("f_plus = np.array(f(x), copy=True)", "f_plus = f(x)"),
+        ("f_minus = np.array(f(x), copy=True)", "f_minus = f(x)"),
+    ),
+    m(
+        "forward difference, array version",
+        "eval_numerical_gradient_array_solution",
+        {"eval_numerical_gradient_array"},
+        ("x[ix] = old - h\n        f_minus", "x[ix] = old\n        f_minus"),
+        ("/ (2 * h)", "/ h"),
+    ),
+    m(
+        "mean instead of sum",
+        "eval_numerical_gradient_array_solution",
+        {"eval_numerical_gradient_array"},
+        ("np.sum((f_plus - f_minus) * df)", "np.mean((f_plus - f_minus) * df)"),
+    ),
 ]
 
-PUSH_MARKED_BACKWARD = '''\
+PUSH_MARKED_BACKWARD = """\
 @add_to_class(Value)
 def backward(self):
     # Iterative DFS that marks a node when it is pushed, not when it is expanded: a node
@@ -133,16 +246,23 @@ def backward(self):
     self.grad = 1.0
     for node in reversed(order):
         node._backward()
-'''
+"""
 
-MUTANTS.append(Mutant("iterative DFS that marks nodes when pushed", "value_backward_solution", (),
-                      frozenset({"value_backward"}), code=PUSH_MARKED_BACKWARD))
+MUTANTS.append(
+    Mutant(
+        "iterative DFS that marks nodes when pushed",
+        "value_backward_solution",
+        (),
+        frozenset({"value_backward"}),
+        code=PUSH_MARKED_BACKWARD,
+    )
+)
 
 # Mutants that the checks, by design, do not catch (see each one's comment).
 EXPECTED_SURVIVORS = {"naive sigmoid overflows far left"}
 
 
-ITERATIVE_BACKWARD = '''\
+ITERATIVE_BACKWARD = """\
 @add_to_class(Value)
 def backward(self):
     # Depth-first post-order with an explicit stack: no recursion limit on deep graphs.
@@ -158,9 +278,9 @@ def backward(self):
     self.grad = 1.0
     for node in reversed(order):
         node._backward()
-'''
+"""
 
-KAHN_BACKWARD = '''\
+KAHN_BACKWARD = """\
 @add_to_class(Value)
 def backward(self):
     # Kahn's algorithm: a node runs once every node that uses it has run.
@@ -182,7 +302,7 @@ def backward(self):
             users[id(child)] -= 1
             if users[id(child)] == 0:
                 ready.append(child)
-'''
+"""
 
 MICROGRAD_CORE = '''\
 class Value:
@@ -227,7 +347,7 @@ class Value:
         return out
 '''
 
-DIRECT_OPS = '''\
+DIRECT_OPS = """\
 def _lift(v):
     return v if isinstance(v, Value) else Value(v)
 
@@ -286,9 +406,9 @@ def __rmul__(self, other):
 @add_to_class(Value)
 def __rtruediv__(self, other):
     return _lift(other) / self
-'''
+"""
 
-FUNCTIONS_BY_IDENTITIES = '''\
+FUNCTIONS_BY_IDENTITIES = """\
 def _unary(x, data, local, op):
     out = Value(data, (x,), op)
 
@@ -329,7 +449,7 @@ def sigmoid(self):
     # sigmoid(x) = (1 + tanh(x / 2)) / 2: stable at both ends.
     s = 0.5 * (1.0 + math.tanh(0.5 * self.data))
     return _unary(self, s, lambda s: s * (1.0 - s), "sigmoid")
-'''
+"""
 
 NDITER_GRADIENT = '''\
 def eval_numerical_gradient(f, x, h=1e-5):
@@ -407,10 +527,16 @@ ALTERNATES = [
     Alternate("Kahn's algorithm backward", {"value_backward_solution": KAHN_BACKWARD}),
     Alternate("micrograd core with set children", {"value_core": MICROGRAD_CORE}),
     Alternate("operators with their own derivatives", {"value_more_ops": DIRECT_OPS}),
-    Alternate("functions through identities", {"value_functions_solution": FUNCTIONS_BY_IDENTITIES}),
+    Alternate(
+        "functions through identities", {"value_functions_solution": FUNCTIONS_BY_IDENTITIES}
+    ),
     Alternate("nditer numerical gradient", {"eval_numerical_gradient_solution": NDITER_GRADIENT}),
     Alternate("copy-based numerical gradient", {"eval_numerical_gradient_solution": COPY_GRADIENT}),
-    Alternate("nditer array gradient", {"eval_numerical_gradient_array_solution": NDITER_GRADIENT_ARRAY}),
-    Alternate("projected array gradient",
-              {"eval_numerical_gradient_array_solution": PROJECTED_GRADIENT_ARRAY}),
+    Alternate(
+        "nditer array gradient", {"eval_numerical_gradient_array_solution": NDITER_GRADIENT_ARRAY}
+    ),
+    Alternate(
+        "projected array gradient",
+        {"eval_numerical_gradient_array_solution": PROJECTED_GRADIENT_ARRAY},
+    ),
 ]

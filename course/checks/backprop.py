@@ -48,6 +48,7 @@ def _record_expression(out, V, name, values, build, self_check=True):
 
 # ------------------------------------------------------------------- Value: operators
 
+
 def probe_value_ops(student, rng, out):
     V = student.Value
     a, b = _signed(rng), _signed(rng)
@@ -80,26 +81,38 @@ def probe_value_ops(student, rng, out):
     out.record("type:data is a float", lambda: isinstance((V(a) * V(b)).data, float))
 
 
-register(Check(
-    name="value_ops",
-    notebook=NOTEBOOK,
-    points=3,
-    probe=probe_value_ops,
-    summary="Value's + - * / ** and unary minus, with plain numbers on either side",
-    rules={
-        "data": Rule("forward value of", rtol=1e-12,
-                     hint="the operator computes the wrong thing, or a reflected form "
-                          "(__radd__, __rsub__, __rmul__, __rtruediv__) swaps its operands."),
-        "grad": Rule("gradients of", rtol=1e-9,
-                     hint="the local derivative of this operator in its _backward, or the "
-                          "chain rule's multiplication by out.grad."),
-        "type": Rule("result type:", kind="true",
-                     hint="operators should return a Value (wrap plain numbers in Value)."),
-    },
-))
+register(
+    Check(
+        name="value_ops",
+        notebook=NOTEBOOK,
+        points=3,
+        probe=probe_value_ops,
+        summary="Value's + - * / ** and unary minus, with plain numbers on either side",
+        rules={
+            "data": Rule(
+                "forward value of",
+                rtol=1e-12,
+                hint="the operator computes the wrong thing, or a reflected form "
+                "(__radd__, __rsub__, __rmul__, __rtruediv__) swaps its operands.",
+            ),
+            "grad": Rule(
+                "gradients of",
+                rtol=1e-9,
+                hint="the local derivative of this operator in its _backward, or the "
+                "chain rule's multiplication by out.grad.",
+            ),
+            "type": Rule(
+                "result type:",
+                kind="true",
+                hint="operators should return a Value (wrap plain numbers in Value).",
+            ),
+        },
+    )
+)
 
 
 # ------------------------------------------------------------------- Value: functions
+
 
 def probe_value_functions(student, rng, out):
     V = student.Value
@@ -118,23 +131,32 @@ def probe_value_functions(student, rng, out):
             _record_expression(out, V, f"{fname}(x), {where}", [x], build, self_check=False)
 
 
-register(Check(
-    name="value_functions",
-    notebook=NOTEBOOK,
-    points=2,
-    probe=probe_value_functions,
-    summary="exp, log, tanh, relu, sigmoid: forward values and local derivatives",
-    rules={
-        "data": Rule("forward value of", rtol=1e-12,
-                     hint="the formula of this function (check it at a negative input too)."),
-        "grad": Rule("derivative of", rtol=1e-9,
-                     hint="the local derivative, e.g. tanh' = 1 - tanh**2, "
-                          "sigmoid' = s * (1 - s), relu' = 1 where x > 0 else 0."),
-    },
-))
+register(
+    Check(
+        name="value_functions",
+        notebook=NOTEBOOK,
+        points=2,
+        probe=probe_value_functions,
+        summary="exp, log, tanh, relu, sigmoid: forward values and local derivatives",
+        rules={
+            "data": Rule(
+                "forward value of",
+                rtol=1e-12,
+                hint="the formula of this function (check it at a negative input too).",
+            ),
+            "grad": Rule(
+                "derivative of",
+                rtol=1e-9,
+                hint="the local derivative, e.g. tanh' = 1 - tanh**2, "
+                "sigmoid' = s * (1 - s), relu' = 1 where x > 0 else 0.",
+            ),
+        },
+    )
+)
 
 
 # ------------------------------------------------------------------- Value: backward
+
 
 def probe_value_backward(student, rng, out):
     V = student.Value
@@ -178,26 +200,38 @@ def probe_value_backward(student, rng, out):
         _record_expression(out, V, name, values, build)
 
 
-register(Check(
-    name="value_backward",
-    notebook=NOTEBOOK,
-    points=3,
-    probe=probe_value_backward,
-    summary="backward() through composite expressions (the chain rule end to end)",
-    rules={
-        "data": Rule("forward value of", rtol=1e-10,
-                     hint="an operator or function used in this expression."),
-        "grad": Rule("gradients of the inputs of", rtol=1e-7,
-                     hint="backward() must seed the output with 1.0, visit nodes in reverse "
-                          "topological order, and each _backward must add (+=) into .grad."),
-        "selfcheck": Rule("backward() against centred differences of your own forward, for",
-                          kind="below", rtol=1e-5,
-                          hint="some _backward disagrees with its own forward computation."),
-    },
-))
+register(
+    Check(
+        name="value_backward",
+        notebook=NOTEBOOK,
+        points=3,
+        probe=probe_value_backward,
+        summary="backward() through composite expressions (the chain rule end to end)",
+        rules={
+            "data": Rule(
+                "forward value of",
+                rtol=1e-10,
+                hint="an operator or function used in this expression.",
+            ),
+            "grad": Rule(
+                "gradients of the inputs of",
+                rtol=1e-7,
+                hint="backward() must seed the output with 1.0, visit nodes in reverse "
+                "topological order, and each _backward must add (+=) into .grad.",
+            ),
+            "selfcheck": Rule(
+                "backward() against centred differences of your own forward, for",
+                kind="below",
+                rtol=1e-5,
+                hint="some _backward disagrees with its own forward computation.",
+            ),
+        },
+    )
+)
 
 
 # ------------------------------------------------------------------- accumulation and order
+
 
 def probe_value_accumulation(student, rng, out):
     V = student.Value
@@ -228,9 +262,13 @@ def probe_value_accumulation(student, rng, out):
         d = c * 3 + 1
         return d * b  # b is used again only at the very end
 
-    for name, build in {"a + a": reused_sum, "a * a * a": cube, "a diamond": diamond,
-                        "a chain reusing every node": shared_chain,
-                        "a node reused at the end": late_reuse}.items():
+    for name, build in {
+        "a + a": reused_sum,
+        "a * a * a": cube,
+        "a diamond": diamond,
+        "a chain reusing every node": shared_chain,
+        "a node reused at the end": late_reuse,
+    }.items():
         _record_expression(out, V, name, [a0], build)
 
     def seeded():
@@ -247,40 +285,63 @@ def probe_value_accumulation(student, rng, out):
     out.record("leaf:grad of a Value outside the graph", unrelated_leaf)
 
 
-register(Check(
-    name="value_accumulation",
-    notebook=NOTEBOOK,
-    points=3,
-    probe=probe_value_accumulation,
-    summary="gradient accumulation on reused nodes, and reverse topological order",
-    rules={
-        "data": Rule("forward value of", rtol=1e-10, hint=""),
-        "grad": Rule("gradient of", rtol=1e-7,
-                     hint="a node used more than once must accumulate (+=) the gradient of "
-                          "every use, and backward() must visit a node only after every node "
-                          "that uses it (reverse topological order, each node once)."),
-        "selfcheck": Rule("backward() against centred differences of your own forward, for",
-                          kind="below", rtol=1e-5, hint="accumulation or visiting order."),
-        "seed": Rule("", rtol=1e-12, hint="backward() seeds the output's grad with 1.0."),
-        "leaf": Rule("", rtol=1e-12,
-                     hint="backward() touches only nodes that the output depends on."),
-    },
-))
+register(
+    Check(
+        name="value_accumulation",
+        notebook=NOTEBOOK,
+        points=3,
+        probe=probe_value_accumulation,
+        summary="gradient accumulation on reused nodes, and reverse topological order",
+        rules={
+            "data": Rule("forward value of", rtol=1e-10, hint=""),
+            "grad": Rule(
+                "gradient of",
+                rtol=1e-7,
+                hint="a node used more than once must accumulate (+=) the gradient of "
+                "every use, and backward() must visit a node only after every node "
+                "that uses it (reverse topological order, each node once).",
+            ),
+            "selfcheck": Rule(
+                "backward() against centred differences of your own forward, for",
+                kind="below",
+                rtol=1e-5,
+                hint="accumulation or visiting order.",
+            ),
+            "seed": Rule("", rtol=1e-12, hint="backward() seeds the output's grad with 1.0."),
+            "leaf": Rule(
+                "", rtol=1e-12, hint="backward() touches only nodes that the output depends on."
+            ),
+        },
+    )
+)
 
 
 # ------------------------------------------------------------------- numerical gradients
+
 
 def probe_numerical_gradient(student, rng, out):
     egrad = student.eval_numerical_gradient
     w = rng.standard_normal((4, 3))
     cases = {
         # name: (f, analytic gradient, x, h or None for the default)
-        "sum(w * x**2), x (4, 3)": (lambda x: np.sum(w * x**2), lambda x: 2 * w * x,
-                                     rng.standard_normal((4, 3)), None),
-        "sum(sin(x)), x (2, 3, 4)": (lambda x: np.sum(np.sin(x)), np.cos,
-                                     rng.standard_normal((2, 3, 4)), None),
-        "sum(x**3) with h=1e-2": (lambda x: np.sum(x**3), lambda x: 3 * x**2,
-                                  rng.standard_normal((3, 2)), 1e-2),
+        "sum(w * x**2), x (4, 3)": (
+            lambda x: np.sum(w * x**2),
+            lambda x: 2 * w * x,
+            rng.standard_normal((4, 3)),
+            None,
+        ),
+        "sum(sin(x)), x (2, 3, 4)": (
+            lambda x: np.sum(np.sin(x)),
+            np.cos,
+            rng.standard_normal((2, 3, 4)),
+            None,
+        ),
+        "sum(x**3) with h=1e-2": (
+            lambda x: np.sum(x**3),
+            lambda x: 3 * x**2,
+            rng.standard_normal((3, 2)),
+            1e-2,
+        ),
     }
     for name, (f, analytic, x, h) in cases.items():
         original = x.copy()
@@ -296,23 +357,35 @@ def probe_numerical_gradient(student, rng, out):
         out.record([f"grad:{name}", f"restored:{name}", f"analytic:{name}"], compute)
 
 
-register(Check(
-    name="eval_numerical_gradient",
-    notebook=NOTEBOOK,
-    points=3,
-    probe=probe_numerical_gradient,
-    summary="centred differences of a scalar function, x restored exactly",
-    rules={
-        "grad": Rule("numerical gradient of", rtol=1e-7,
-                     hint="use centred differences (f(x+h) - f(x-h)) / (2h) with the h "
-                          "passed in, nudging one element of x at a time."),
-        "restored": Rule("x restored exactly after", kind="true",
-                         hint="save the old element and assign it back; x[i] += h then "
-                              "x[i] -= h leaves rounding residue."),
-        "analytic": Rule("agreement with the analytic gradient, for", kind="below",
-                         rtol=1e-7, hint="centred differences with h = 1e-5 in float64."),
-    },
-))
+register(
+    Check(
+        name="eval_numerical_gradient",
+        notebook=NOTEBOOK,
+        points=3,
+        probe=probe_numerical_gradient,
+        summary="centred differences of a scalar function, x restored exactly",
+        rules={
+            "grad": Rule(
+                "numerical gradient of",
+                rtol=1e-7,
+                hint="use centred differences (f(x+h) - f(x-h)) / (2h) with the h "
+                "passed in, nudging one element of x at a time.",
+            ),
+            "restored": Rule(
+                "x restored exactly after",
+                kind="true",
+                hint="save the old element and assign it back; x[i] += h then "
+                "x[i] -= h leaves rounding residue.",
+            ),
+            "analytic": Rule(
+                "agreement with the analytic gradient, for",
+                kind="below",
+                rtol=1e-7,
+                hint="centred differences with h = 1e-5 in float64.",
+            ),
+        },
+    )
+)
 
 
 def probe_numerical_gradient_array(student, rng, out):
@@ -323,13 +396,24 @@ def probe_numerical_gradient_array(student, rng, out):
         "tanh(x @ W), x (3, 5)": (
             lambda x: np.tanh(x @ W),
             lambda x, df: (df * (1 - np.tanh(x @ W) ** 2)) @ W.T,
-            rng.standard_normal((3, 5)), rng.standard_normal((3, 4)), None),
+            rng.standard_normal((3, 5)),
+            rng.standard_normal((3, 4)),
+            None,
+        ),
         "f returning x itself, x (2, 3, 4)": (
-            lambda x: x, lambda x, df: df,
-            rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 3, 4)), None),
+            lambda x: x,
+            lambda x, df: df,
+            rng.standard_normal((2, 3, 4)),
+            rng.standard_normal((2, 3, 4)),
+            None,
+        ),
         "x**3 with h=1e-2": (
-            lambda x: x**3, lambda x, df: 3 * x**2 * df,
-            rng.standard_normal((4, 2)), rng.standard_normal((4, 2)), 1e-2),
+            lambda x: x**3,
+            lambda x, df: 3 * x**2 * df,
+            rng.standard_normal((4, 2)),
+            rng.standard_normal((4, 2)),
+            1e-2,
+        ),
     }
     for name, (f, analytic, x, df, h) in cases.items():
         original = x.copy()
@@ -343,22 +427,34 @@ def probe_numerical_gradient_array(student, rng, out):
         out.record([f"grad:{name}", f"restored:{name}", f"analytic:{name}"], compute)
 
 
-register(Check(
-    name="eval_numerical_gradient_array",
-    notebook=NOTEBOOK,
-    points=3,
-    probe=probe_numerical_gradient_array,
-    summary="centred differences of an array-valued function against an upstream gradient",
-    rules={
-        "grad": Rule("numerical gradient of", rtol=1e-7,
-                     hint="grad[i] = sum((f(x+h) - f(x-h)) * df) / (2h); copy f(x+h) before "
-                          "nudging x again, since f may return a view of x."),
-        "restored": Rule("x restored exactly after", kind="true",
-                         hint="save the old element and assign it back."),
-        "analytic": Rule("agreement with the analytic gradient, for", kind="below",
-                         rtol=1e-7, hint="weight each output by df, and sum."),
-    },
-))
+register(
+    Check(
+        name="eval_numerical_gradient_array",
+        notebook=NOTEBOOK,
+        points=3,
+        probe=probe_numerical_gradient_array,
+        summary="centred differences of an array-valued function against an upstream gradient",
+        rules={
+            "grad": Rule(
+                "numerical gradient of",
+                rtol=1e-7,
+                hint="grad[i] = sum((f(x+h) - f(x-h)) * df) / (2h); copy f(x+h) before "
+                "nudging x again, since f may return a view of x.",
+            ),
+            "restored": Rule(
+                "x restored exactly after",
+                kind="true",
+                hint="save the old element and assign it back.",
+            ),
+            "analytic": Rule(
+                "agreement with the analytic gradient, for",
+                kind="below",
+                rtol=1e-7,
+                hint="weight each output by df, and sum.",
+            ),
+        },
+    )
+)
 
 
 # ------------------------------------------------------------------- training
@@ -382,15 +478,21 @@ def probe_mlp_training(student, rng, out):
     out.record(["loss:curve", "accuracy:final"], compute)
 
 
-register(Check(
-    name="mlp_training",
-    notebook=NOTEBOOK,
-    points=2,
-    probe=probe_mlp_training,
-    summary=f"the MLP on your Value: loss curve within {LOSS_BAND:g} (relative) of the reference",
-    rules={
-        "loss": Rule("training loss", rtol=LOSS_BAND, weight=2,
-                     hint="a gradient that is wrong somewhere in Value, even slightly."),
-        "accuracy": Rule("final training accuracy", rtol=1e-12, hint=""),
-    },
-))
+register(
+    Check(
+        name="mlp_training",
+        notebook=NOTEBOOK,
+        points=2,
+        probe=probe_mlp_training,
+        summary=f"the MLP on your Value: loss curve within {LOSS_BAND:g} of the reference",
+        rules={
+            "loss": Rule(
+                "training loss",
+                rtol=LOSS_BAND,
+                weight=2,
+                hint="a gradient that is wrong somewhere in Value, even slightly.",
+            ),
+            "accuracy": Rule("final training accuracy", rtol=1e-12, hint=""),
+        },
+    )
+)

@@ -82,6 +82,7 @@ print(f"L = {L}; dL/da = {dL_da}, dL/db = {dL_db}, dL/dc = {dL_dc}, dL/dd = {dL_
 #
 # Write `__add__`, `__mul__` and `__pow__` (by an int or float exponent only).
 
+
 # %% nbgrader={"grade": false, "grade_id": "value_core", "locked": false, "schema_version": 3, "solution": true}
 class Value:
     """A scalar node of a computational graph, with its gradient."""
@@ -142,6 +143,7 @@ class Value:
 # operators above (`a - b` is `a + (-b)`, `a / b` is `a * b**-1`). The *reflected* forms
 # make `2 * v`, `1 - v` and `1 / v` work: Python calls `v.__rmul__(2)` when `int.__mul__`
 # gives up. Mind the order of the operands in `__rsub__` and `__rtruediv__`.
+
 
 # %% nbgrader={"grade": false, "grade_id": "value_more_ops", "locked": false, "schema_version": 3, "solution": true}
 @add_to_class(Value)
@@ -216,6 +218,7 @@ print("3 * x  ", isinstance(3 * x, Value) and (3 * x).data == 9.0)
 #
 # Numerics first: `math.exp(-x)` overflows for $x < -709$, so compute the sigmoid of a
 # negative $x$ as $e^{x} / (1 + e^{x})$, which never overflows.
+
 
 # %% nbgrader={"grade": false, "grade_id": "value_functions_solution", "locked": false, "schema_version": 3, "solution": true}
 @add_to_class(Value)
@@ -317,6 +320,7 @@ print("sigmoid(-1000) is finite and tiny:", Value(-1000.0).sigmoid().data < 1e-3
 # child, which runs a shared node before all its users have reported; and visiting a node
 # twice, which adds its gradient twice.)
 
+
 # %% nbgrader={"grade": false, "grade_id": "value_backward_solution", "locked": false, "schema_version": 3, "solution": true}
 @add_to_class(Value)
 def backward(self):
@@ -414,6 +418,7 @@ check("value_accumulation", globals())
 # nudging `x` itself, not a copy, is what makes it work. `np.ndindex(x.shape)` walks every
 # index of an array of any shape.
 
+
 # %% nbgrader={"grade": false, "grade_id": "eval_numerical_gradient_solution", "locked": false, "schema_version": 3, "solution": true}
 def eval_numerical_gradient(f, x, h=1e-5):
     """Centred-difference gradient of a scalar function f at x.
@@ -467,6 +472,7 @@ check("eval_numerical_gradient", globals())
 #
 # Careful: `f` may return a view of `x` (`lambda x: x` does), so keep a **copy** of
 # `f(x + h e_i)` before you nudge `x` again.
+
 
 # %% nbgrader={"grade": false, "grade_id": "eval_numerical_gradient_array_solution", "locked": false, "schema_version": 3, "solution": true}
 def eval_numerical_gradient_array(f, x, df, h=1e-5):
@@ -522,6 +528,7 @@ check("eval_numerical_gradient_array", globals())
 # ($\epsilon \approx 10^{-7}$), where the best relative error is only about $10^{-5}$:
 # a correct gradient would *fail* a $10^{-7}$ check. Measure it with your checker:
 
+
 # %%
 def error_at(h, dtype):
     """Relative error of your numerical gradient of sum(tanh(x) * w) at one x, one h."""
@@ -533,12 +540,16 @@ def error_at(h, dtype):
 
 
 hs = np.logspace(-12, 0, 25)
-errors = {str(np.dtype(t)): np.array([error_at(h, t) for h in hs]) for t in (np.float64, np.float32)}
+errors = {
+    str(np.dtype(t)): np.array([error_at(h, t) for h in hs]) for t in (np.float64, np.float32)
+}
 error_against_step(hs, errors)
 plt.show()
 for name, errs in errors.items():
-    print(f"{name}: best relative error {errs.min():.1e} at h = {hs[errs.argmin()]:.0e}; "
-          f"at h = 1e-5: {errs[np.argmin(abs(hs - 1e-5))]:.1e}")
+    print(
+        f"{name}: best relative error {errs.min():.1e} at h = {hs[errs.argmin()]:.0e}; "
+        f"at h = 1e-5: {errs[np.argmin(abs(hs - 1e-5))]:.1e}"
+    )
 
 # %% [markdown]
 # Drag the slider to feel the trade-off: the same correct gradient passes or fails the
@@ -554,8 +565,11 @@ def explore_step(log10_h=-5.0, dtype="float64"):
     print(f"h = 1e{log10_h:+.1f}, {dtype}: relative error {err:.1e}, the 1e-7 check {verdict}")
 
 
-_ = widgets.interact(explore_step, log10_h=widgets.FloatSlider(value=-5, min=-12, max=0, step=0.5),
-                     dtype=["float64", "float32"])
+_ = widgets.interact(
+    explore_step,
+    log10_h=widgets.FloatSlider(value=-5, min=-12, max=0, step=0.5),
+    dtype=["float64", "float32"],
+)
 
 # %% [markdown]
 # ### Kinks
@@ -583,6 +597,7 @@ print("relative error:", rel_error(numeric, (x > 0).astype(float)))
 # shape of its variable, so `dW2` (H, M) can only be `h.T @ ds`. A bias added to every row
 # gets the sum of the rows' gradients. Return every intermediate gradient, so that each is
 # checked on its own: a table per variable pins a bug to the line that made it.
+
 
 # %% nbgrader={"grade": false, "grade_id": "backprop_by_hand", "locked": false, "schema_version": 3, "solution": true}
 def backprop_by_hand(X, W1, b1, W2, b2, Y):
@@ -640,9 +655,13 @@ def loss_from_z(z):
 
 
 tails = {
-    "s": (loss_from_s, s), "h": (loss_from_h, h), "z": (loss_from_z, z),
-    "W2": (lambda W: loss_from_s(h @ W + b2), W2), "b2": (lambda b: loss_from_s(h @ W2 + b), b2),
-    "W1": (lambda W: loss_from_z(X @ W + b1), W1), "b1": (lambda b: loss_from_z(X @ W1 + b), b1),
+    "s": (loss_from_s, s),
+    "h": (loss_from_h, h),
+    "z": (loss_from_z, z),
+    "W2": (lambda W: loss_from_s(h @ W + b2), W2),
+    "b2": (lambda b: loss_from_s(h @ W2 + b), b2),
+    "W1": (lambda W: loss_from_z(X @ W + b1), W1),
+    "b1": (lambda b: loss_from_z(X @ W1 + b), b1),
     "X": (lambda x: loss_from_z(x @ W1 + b1), X),
 }
 numeric = {name: numerical_gradient(tail, value.copy()) for name, (tail, value) in tails.items()}
@@ -695,8 +714,11 @@ forgetful_losses, _ = train(forgetful, X, y, steps=80, learning_rate=2.0, zero_g
 fig, ax = plt.subplots(figsize=(6, 3.5))
 ax.plot(losses, label="grads reset each step")
 ax.plot(forgetful_losses, label="grads never reset")
-ax.set(xlabel="step", ylabel="margin loss",
-       title="Forgetting to zero the gradients changes the whole curve")
+ax.set(
+    xlabel="step",
+    ylabel="margin loss",
+    title="Forgetting to zero the gradients changes the whole curve",
+)
 ax.legend()
 plt.show()
 

@@ -1,0 +1,89 @@
+"""`course bench`: how long the course takes, measured here.
+
+Prints, for each source notebook, the seconds to run it top to bottom with the solutions
+(fresh kernel included), and for autograding one assignment: seconds per submission as
+its own `nbgrader autograde` process and in a batch, split into the notebook's execution
+and everything else (imports, kernel start, gradebook).
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+from course import build
+from course.classroom import ScratchCourse, fill, solution_sources
+from course.paths import course_root
+
+BATCH = 4
+
+
+def execute_seconds(path: Path, repeat: int = 1) -> float:
+    """Median wall time to execute a notebook in a fresh kernel, in its own folder."""
+    times = []
+    for _ in range(repeat):
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+        start = time.perf_counter()
+        NotebookClient(
+            nb,
+            timeout=600,
+            kernel_name="python3",
+            allow_errors=True,
+            resources={"metadata": {"path": str(path.parent)}},
+        ).execute(stderr=subprocess.DEVNULL)  # the kernel's own start-up warnings
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def bench_autograde(text: Path, scratch: Path) -> dict[str, float]:
+    assignment, notebook = text.parent.name, build.notebook_path(text).stem
+    course = ScratchCourse(scratch)
+    course.register(assignment)
+    solution = fill(
+        course.release_notebook(assignment, notebook),
+        solution_sources(course.source_notebook(assignment, notebook)),
+    )
+    for i in range(BATCH):
+        course.submit(f"s{i}", assignment, {f"{notebook}.ipynb": solution})
+    single = timed(lambda: course.nbgrader("autograde", assignment, "--student=s0", "--force"))
+    graded = course.root / "autograded" / "s0" / assignment / f"{notebook}.ipynb"
+    execution = execute_seconds(graded)  # the very notebook nbgrader ran, hidden checks included
+    batch = timed(lambda: course.nbgrader("autograde", assignment, "--force")) / BATCH
+    return {"single": single, "batch": batch, "execution": execution}
+
+
+def main() -> int:
+    root = course_root()
+    texts = build.text_sources(root)
+    print("notebook execution with the solutions (restart and run all, fresh kernel)")
+    for text in texts:
+        path = build.notebook_path(text)
+        print(f"  {str(path.relative_to(root)):<40} {execute_seconds(path, repeat=3):6.1f} s")
+    print(f"\nautograding one submission of the solutions (nbgrader autograde; batch of {BATCH})")
+    print(
+        f"  {'assignment':<16}{'own process':>12}{'of which start-up':>19}"
+        f"{'in a batch':>12}{'of which overhead':>19}{'execution':>11}"
+    )
+    for text in texts:
+        with tempfile.TemporaryDirectory() as scratch:
+            t = bench_autograde(text, Path(scratch))
+        print(
+            f"  {text.parent.name:<16}{t['single']:>11.1f}s{t['single'] - t['execution']:>18.1f}s"
+            f"{t['batch']:>11.1f}s{t['batch'] - t['execution']:>18.1f}s{t['execution']:>10.1f}s"
+        )
+    return 0

@@ -1,0 +1,138 @@
+"""`course demo`: the instructor's whole pipeline, headless, on four bundled demo students.
+
+In a scratch copy of the course: generate the assignment (gradebook), release it to a
+private exchange; each student fetches it, answers (the reference solution, nothing, or
+one of two classic bugs) and submits; the instructor collects, autogrades, generates
+feedback and exports grades. Every step is the real nbgrader command.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+
+from course import autograde
+from course.classroom import ScratchCourse, fill, mutate, solution_sources
+from course.paths import gradebook_url
+
+ASSIGNMENT, NOTEBOOK = "01_backprop", "backprop"
+
+
+def demo_answers(solutions: dict[str, str]) -> dict[str, dict[str, str] | None]:
+    """{student: answers to fill in, or None to submit the release untouched}."""
+    overwrite = mutate(
+        solutions["value_core"],
+        "self.grad += out.grad\n            other.grad += out.grad",
+        "self.grad = out.grad\n            other.grad = out.grad",
+    )
+    forward_difference = mutate(
+        mutate(
+            solutions["eval_numerical_gradient_solution"],
+            "x[ix] = old - h\n        f_minus",
+            "x[ix] = old\n        f_minus",
+        ),
+        "(f_plus - f_minus) / (2 * h)",
+        "(f_plus - f_minus) / h",
+    )
+    return {
+        "ada": solutions,  # the reference solution
+        "blaise": None,  # submitted the release untouched
+        "carl": {**solutions, "value_core": overwrite},  # assigns grads instead of adding
+        "dora": {**solutions, "eval_numerical_gradient_solution": forward_difference},
+    }
+
+
+def step(title: str) -> None:
+    print(f"\n== {title}", flush=True)
+
+
+def main(keep: bool = False) -> int:
+    scratch = Path(tempfile.mkdtemp(prefix="everything-leaks-demo-"))
+    try:
+        return run(scratch)
+    finally:
+        if keep:
+            print(f"\nscratch course kept at {scratch}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run(scratch: Path) -> int:
+    start = time.perf_counter()
+    course = ScratchCourse(scratch / "course")
+    exchange = scratch / "exchange"
+    exchange_args = [f"--Exchange.root={exchange}", "--CourseDirectory.course_id=everything-leaks"]
+
+    def nbgrader(*args: str, cwd: Path) -> None:
+        proc = subprocess.run(
+            [sys.executable, "-m", "nbgrader", *args, *exchange_args],
+            cwd=cwd,
+            env=course.env,
+            capture_output=True,
+            text=True,
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"nbgrader {args[0]} failed:\n{proc.stderr[-3000:]}")
+
+    step(f"instructor: generate and release {ASSIGNMENT}")
+    course.register(ASSIGNMENT)
+    nbgrader("release_assignment", ASSIGNMENT, "--force", cwd=course.root)
+
+    solutions = solution_sources(course.source_notebook(ASSIGNMENT, NOTEBOOK))
+    for student, answers in demo_answers(solutions).items():
+        step(f"student {student}: fetch, answer, submit")
+        home = scratch / "home" / student
+        home.mkdir(parents=True)
+        nbgrader("fetch_assignment", ASSIGNMENT, cwd=home)
+        path = home / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+        if answers is not None:
+            nbformat.write(fill(nbformat.read(path, as_version=4), answers), path)
+        nbgrader("submit", ASSIGNMENT, f"--student={student}", cwd=home)
+
+    step("instructor: collect, autograde, feedback, export")
+    nbgrader("collect", ASSIGNMENT, cwd=course.root)
+    statuses = autograde.grade(course.root, ASSIGNMENT)
+    course.nbgrader("generate_feedback", ASSIGNMENT, "--force")
+    course.nbgrader("export", "--to", str(course.root / "grades.csv"))
+    print(f"feedback: feedback/<student>/{ASSIGNMENT}/{NOTEBOOK}.html; grades: grades.csv")
+
+    step(f"grades of {ASSIGNMENT} (points per grade cell)")
+    print_cell_table(course.root)
+    autograde.print_table(statuses)
+    step("what the feedback tells carl and dora (first failure of each check)")
+    for student in ("carl", "dora"):
+        print_failures(course.root / "autograded" / student / ASSIGNMENT / f"{NOTEBOOK}.ipynb")
+    print(f"\ndemo finished in {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+def print_cell_table(root: Path) -> None:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(gradebook_url(root)) as gb:
+        nb = gb.find_notebook(NOTEBOOK, ASSIGNMENT)
+        cells = [c.name for c in nb.grade_cells]
+        print("student  " + "  ".join(f"{c:>{max(len(c), 5)}}" for c in cells) + "  total")
+        for student in sorted(s.id for s in gb.students):
+            sub = gb.find_submission_notebook(NOTEBOOK, ASSIGNMENT, student)
+            by_cell = {g.name: g.score for g in sub.grades}
+            row = "  ".join(f"{by_cell[c]:>{max(len(c), 5)}g}" for c in cells)
+            print(f"{student:<8} {row}  {sub.score:g}/{sub.max_score:g}")
+
+
+def print_failures(path: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        text = "".join(
+            o.get("text", "") for o in cell.get("outputs", []) if o.get("name") == "stdout"
+        )
+        lines = text.splitlines()
+        if any(line.lstrip().startswith("FAIL") for line in lines):
+            first_fail = next(line for line in lines if line.lstrip().startswith("FAIL"))
+            print(f"{path.parents[1].name}: {lines[0]}\n   {first_fail.strip()}")

@@ -1,0 +1,112 @@
+"""Generated files are provably in sync with their sources, and reveal nothing."""
+
+import json
+import re
+
+import nbformat
+import numpy as np
+import pytest
+
+from course import build, grading
+from course.classroom import ScratchCourse, nbgrader_meta
+from course.paths import course_root
+
+ROOT = course_root()
+TEXTS = build.text_sources(ROOT)
+RELEASED = sorted((ROOT / "release").glob("*/*"))
+
+
+def test_there_is_content():
+    assert TEXTS, "no source/<assignment>/<name>.pct.py found"
+    assert RELEASED, "release/ is empty: run `make release`"
+
+
+@pytest.mark.parametrize("text", TEXTS, ids=lambda p: p.name)
+def test_source_notebook_is_built_from_its_text(text):
+    built = nbformat.writes(build.notebook_from_text(text.read_text())) + "\n"
+    assert build.notebook_path(text).read_text() == built, (
+        f"{build.notebook_path(text).name} differs from {text.name}: run `make release`"
+    )
+
+
+@pytest.mark.xdist_group("build")
+def test_release_is_what_nbgrader_generates(tmp_path):
+    scratch = ScratchCourse(tmp_path)
+    build.build_release(scratch.root)
+    rebuilt = sorted((scratch.root / "release").glob("*/*"))
+    assert [p.relative_to(scratch.root) for p in rebuilt] == [p.relative_to(ROOT) for p in RELEASED]
+    for ours, theirs in zip(RELEASED, rebuilt, strict=True):
+        assert ours.read_bytes() == theirs.read_bytes(), f"{ours} is stale: run `make release`"
+
+
+def test_references_are_what_the_solutions_compute():
+    fresh = build.compute_references(ROOT)
+    for key, refs in fresh.items():
+        stored = json.loads((ROOT / "references" / f"{key}.json").read_text())
+        assert sorted(stored) == sorted(refs), f"{key}: checks differ: run `make release`"
+        for name, outputs in refs.items():
+            assert sorted(stored[name]) == sorted(outputs), f"{name}: outputs differ"
+            for out_key, value in outputs.items():
+                a, b = grading.decode(stored[name][out_key]), grading.decode(value)
+                # Exact on one machine; a BLAS on another may round the last bits differently.
+                np.testing.assert_allclose(
+                    np.asarray(a, float),
+                    np.asarray(b, float),
+                    rtol=1e-12,
+                    atol=0,
+                    err_msg=f"{name} {out_key}",
+                )
+
+
+def all_notebooks():
+    return [build.notebook_path(t) for t in TEXTS] + [p for p in RELEASED if p.suffix == ".ipynb"]
+
+
+@pytest.mark.parametrize("path", all_notebooks(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_notebooks_are_clean(path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    for cell in nb.cells:
+        # nbgrader itself adds deletable/editable to the locked cells it releases.
+        extra = set(cell.metadata) - {"nbgrader", "deletable", "editable"}
+        assert not extra, f"{cell.id}: extra metadata {extra}"
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, f"{cell.id} has outputs"
+
+
+def solution_lines(text: str) -> set[str]:
+    """Distinctive lines written between solution markers, and nowhere else."""
+    inside_lines, outside_lines, inside = set(), set(), False
+    for line in text.splitlines():
+        if "### BEGIN SOLUTION" in line:
+            inside = True
+        elif "### END SOLUTION" in line:
+            inside = False
+        elif len(line.strip()) > 12 and not line.strip().startswith("#"):
+            (inside_lines if inside else outside_lines).add(line.strip())
+    return inside_lines - outside_lines
+
+
+@pytest.mark.parametrize("text", TEXTS, ids=lambda p: p.name)
+def test_release_reveals_no_solution_and_no_hidden_check(text):
+    assignment = text.parent.name
+    released = sorted((ROOT / "release" / assignment).iterdir())
+    assert all(p.suffix == ".ipynb" for p in released), f"non-notebook files released: {released}"
+    nb = nbformat.read(ROOT / "release" / assignment / build.notebook_path(text).name, as_version=4)
+    body = "\n".join(c.source for c in nb.cells)
+    for marker in ("BEGIN SOLUTION", "END SOLUTION", "HIDDEN TESTS", "check(", "course.grading"):
+        assert marker not in body, f"release contains {marker!r}"
+    leaked = {line for line in solution_lines(text.read_text()) if line in body}
+    assert not leaked, f"solution lines in the release: {sorted(leaked)[:5]}"
+    stubs = [c for c in nb.cells if nbgrader_meta(c).get("solution")]
+    assert stubs and all("raise NotImplementedError()" in c.source for c in stubs)
+
+
+def test_grade_ids_name_what_they_grade():
+    for text in TEXTS:
+        nb = build.notebook_from_text(text.read_text())
+        for cell in nb.cells:
+            meta = nbgrader_meta(cell)
+            if meta.get("grade") and not meta.get("solution"):
+                assert re.fullmatch(r"[a-z][a-z0-9_]+", meta["grade_id"])
+                assert f'check("{meta["grade_id"]}", globals())' in cell.source
