@@ -29,7 +29,7 @@ lab-instructor: setup
 	$(BIN)/jupyter lab --port=$(PORT) --ServerApp.root_dir=$(CURDIR)
 
 test: setup
-	$(BIN)/python -m pytest -n 2
+	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 release: setup
 	$(BIN)/course build

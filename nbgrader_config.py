@@ -8,9 +8,18 @@ how a check judges live in `course.grading`, not here.
 import os
 from pathlib import Path
 
-from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
-from nbgrader.preprocessors import ClearHiddenTests, GetGrades
+from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
+from nbgrader.preprocessors import (
+    AssignLatePenalties,
+    CheckCellMetadata,
+    ClearHiddenTests,
+    GetGrades,
+    IgnorePattern,
+    LimitOutput,
+    SaveAutoGrades,
+)
 
+from course.nbgrader_ext import GuardedExecute, JudgeHiddenChecks
 from course.paths import gradebook_url
 
 ROOT = Path(__file__).resolve().parent
@@ -45,6 +54,22 @@ def _cell_timeout(cell):
 
 c.Execute.timeout = CELL_TIMEOUT
 c.Execute.timeout_func = _cell_timeout
+# After a timeout the kernel is interrupted; one that still answers nothing within this
+# many seconds is stopped, and the notebook cut off there (course.nbgrader_ext).
+c.Execute.iopub_timeout = 10
+
+# Hidden checks only record results in the student's kernel; the verdict is decided here,
+# in the grader's process, right after execution (course/nbgrader_ext.py).
+c.Autograde.autograde_preprocessors = [
+    GuardedExecute,
+    JudgeHiddenChecks,
+    IgnorePattern,
+    ClearMetadataPreprocessor,
+    LimitOutput,
+    SaveAutoGrades,
+    AssignLatePenalties,
+    CheckCellMetadata,
+]
 
 # A student who deletes or retags a test cell gets it back, and it is graded.
 c.OverwriteCells.add_missing_cells = True

@@ -62,16 +62,22 @@ def preflight(folder: Path, expected: list[str]) -> list[str]:
     return problems
 
 
-def timed_out_cells(notebook: Path) -> list[str]:
+def interruptions(notebook: Path) -> list[str]:
+    """What stopped cells of a graded notebook: timeouts, and where grading was cut off."""
+    from course.nbgrader_ext import CUT_OFF
+
+    found = []
     nb = nbformat.read(notebook, as_version=4)
-    names = []
     for index, cell in enumerate(nb.cells):
+        name = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
         for out in cell.get("outputs", []):
-            if out.get("output_type") == "error" and "CellTimeoutError" in "".join(
-                [out.get("ename", "")] + out.get("traceback", [])
-            ):
-                names.append(cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}")
-    return names
+            if out.get("output_type") != "error":
+                continue
+            if out.get("ename") == CUT_OFF:
+                found.append(f"cut off in {name}: {out.get('evalue')}")
+            elif "CellTimeoutError" in "".join([out.get("ename", "")] + out.get("traceback", [])):
+                found.append(f"timed out in {name}")
+    return found
 
 
 def scores(root: Path, assignment: str) -> dict[str, tuple[float, float]]:
@@ -129,6 +135,11 @@ def grade(root: Path, assignment: str, log=print) -> list[Status]:
     log_path = root / ".nbgrader" / "logs" / f"autograde-{assignment}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.write_text(proc.stdout + proc.stderr)
+    if "Exception while loading config file" in proc.stderr:
+        # nbgrader then grades with its defaults: no sandbox, no verdicts. Never report that.
+        raise RuntimeError(
+            f"nbgrader_config.py failed to load; nothing was graded correctly. See {log_path}"
+        )
     graded = scores(root, assignment)
     for student, status in statuses.items():
         out_dir = root / "autograded" / student / assignment
@@ -141,9 +152,7 @@ def grade(root: Path, assignment: str, log=print) -> list[Status]:
             )
             continue
         for name in expected:
-            slow = timed_out_cells(out_dir / name)
-            if slow:
-                status.problems.append(f"{name}: timed out in {', '.join(slow)}")
+            status.problems += [f"{name}: {what}" for what in interruptions(out_dir / name)]
         status.score, status.max_score = graded.get(student, (0.0, 0.0))
     return [statuses[s] for s in sorted(statuses)]
 

@@ -20,7 +20,6 @@ import contextlib
 import io
 import json
 import math
-import sys
 import warnings
 import zlib
 from collections.abc import Callable
@@ -96,6 +95,11 @@ def _load_checks() -> None:
     from course.checks import load_all
 
     load_all()
+
+
+def checks_by_name() -> dict[str, Check]:
+    _load_checks()
+    return CHECKS
 
 
 def get_check(name: str) -> Check:
@@ -312,12 +316,34 @@ def probe(check: Check, namespace: dict) -> dict:
 
 # ---------------------------------------------------------------- in a grade cell
 
+PROBE_MIME = "application/vnd.everything-leaks.probe+json"
+
 
 def check(name: str, namespace: dict) -> float:
-    """Run hidden check `name` on the notebook's namespace; print a report, return points."""
+    """Probe hidden check `name` on the notebook's namespace, and emit what it recorded.
+
+    This runs in the student's kernel, so it decides nothing: it displays the outputs under
+    PROBE_MIME, and the grader's `JudgeHiddenChecks` step (course.nbgrader_ext), outside
+    the kernel, compares them with the references and writes the verdict into the cell.
+    It evaluates to 0.0, so that a grading set-up without that step scores zero, not full.
+    """
+    from IPython.display import display
+
     chk = get_check(name)
-    reference = load_reference(chk)
-    results = judge(chk, probe(chk, namespace), reference)
+    outputs = probe(chk, namespace)
+    payload = {"check": name, "outputs": {k: encode(v) for k, v in outputs.items()}}
+    summary = f"{name}: {len(outputs)} results recorded; the grader judges them (0 until then)."
+    display({PROBE_MIME: payload, "text/plain": summary}, raw=True)
+    return 0.0
+
+
+def verdict(name: str, payload: dict | None, why_missing: str = "") -> tuple[float, str]:
+    """Grader side: (points, report) for the probe payload a grade cell emitted (or None)."""
+    chk = get_check(name)
+    if payload is None:
+        reason = why_missing or "the hidden check did not run"
+        return 0.0, f"{name}: 0 of {chk.points:g} points ({reason})"
+    outputs = {key: decode(value) for key, value in payload.get("outputs", {}).items()}
+    results = judge(chk, outputs, load_reference(chk))
     points = score(chk, results)
-    print(report(chk, results, points), file=sys.stdout)
-    return float(points)
+    return float(points), report(chk, results, points)

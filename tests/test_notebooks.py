@@ -9,6 +9,7 @@ from nbclient import NotebookClient
 
 from course import build
 from course.classroom import nbgrader_meta
+from course.nbgrader_ext import judge_notebook
 from course.paths import course_root
 
 ROOT = course_root()
@@ -26,6 +27,7 @@ def test_source_notebook_runs_with_full_marks(text):
         nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
     ).execute()
     print(f"{path.relative_to(ROOT)}: {time.perf_counter() - start:.1f} s")  # see `make bench`
+    judge_notebook(nb)  # as nbgrader's autograde does, outside the kernel
     for cell in nb.cells:
         meta = nbgrader_meta(cell)
         if not (meta.get("grade") and not meta.get("solution")):
