@@ -7,9 +7,16 @@ STAMP  := $(VENV)/.installed-stamp
 STUDENT_CONFIG := $(CURDIR)/course/jupyter/student
 PORT ?= 8888
 
-.PHONY: setup lab lab-instructor test release demo bench format lint clean
+.PHONY: setup sandbox lab lab-instructor test release demo bench format lint clean
 
-setup: $(STAMP)
+setup: $(STAMP) sandbox
+
+# Grading kernels run in bubblewrap (README: "The sandbox"). Installed here when missing
+# and this is a Debian-like machine where we are root; elsewhere, a clear message.
+sandbox:
+	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		{ apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; } ; } || \
+		echo "warning: bubblewrap (bwrap) is missing: install it to grade (see README)"
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "python3 >= 3.11 is needed")'

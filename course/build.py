@@ -157,7 +157,7 @@ def compute_references(root: Path) -> dict[str, dict]:
         refs = {}
         for chk in sorted(checks, key=lambda c: c.name):
             outputs = grading.probe(chk, namespace)
-            failed = {k: v.error for k, v in outputs.items() if isinstance(v, grading.Raised)}
+            failed = {k: v.why for k, v in outputs.items() if isinstance(v, grading.Broken)}
             if failed:
                 raise RuntimeError(f"the solution fails check {chk.name!r}: {failed}")
             results = grading.judge(chk, outputs, outputs)

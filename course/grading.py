@@ -36,10 +36,10 @@ class MissingName(Exception):
 
 
 @dataclass(frozen=True)
-class Raised:
-    """What the student's code raised instead of returning a value."""
+class Broken:
+    """A sub-check with no usable value, and why: what the code raised, or what it broke."""
 
-    error: str
+    why: str
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,9 @@ class Rule:
     rtol: float = 1e-9
     hint: str = ""
     weight: float = 1.0
+    # Credit only if the output "<requires>:<same detail>" passed: a self-consistency check
+    # of a degenerate implementation (all zeros agree with all zeros) earns nothing alone.
+    requires: str | None = None
 
 
 @dataclass(frozen=True)
@@ -153,28 +156,40 @@ class Outputs(dict):
             if len(values) != len(names):
                 raise ValueError(f"expected {len(names)} results, got {len(values)}")
         except MissingName as exc:
-            values = [Raised(str(exc))] * len(names)
+            values = [Broken(str(exc))] * len(names)
         except Exception as exc:  # noqa: BLE001 (any student error fails these keys only)
             text = str(exc).splitlines()[0][:120] if str(exc) else ""
-            values = [
-                Raised(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
-            ] * len(names)
+            why = f"raised {type(exc).__name__}" + (f": {text}" if text else "")
+            values = [Broken(why)] * len(names)
         for name, value in zip(names, values, strict=True):
             self[name] = _plain(value)
 
 
 def _plain(value):
-    """Student results as plain data: floats, booleans, float64 arrays, or Raised."""
-    if isinstance(value, Raised | bool | np.bool_):
-        return value if isinstance(value, Raised) else bool(value)
+    """Student results as plain data: floats, booleans, float64 arrays, or Broken."""
+    if isinstance(value, Broken | bool | np.bool_):
+        return value if isinstance(value, Broken) else bool(value)
+    if value is None:
+        return Broken("returned None (is a `return` missing?)")
+    if isinstance(value, str | bytes):
+        return Broken(f"returned a {type(value).__name__}, not a number or an array")
     try:
         array = np.array(value, dtype=np.float64)
     except (TypeError, ValueError):
-        return Raised(f"returned {type(value).__name__}, not a number or an array")
+        return Broken(f"returned {type(value).__name__}, not a number or an array")
     return float(array) if array.ndim == 0 else array
 
 
 # ---------------------------------------------------------------- judging
+
+
+CLASSIC_FACTORS = {
+    -1.0: "has the right size but the wrong sign",
+    2.0: "is twice the expected value (a contribution counted twice? h instead of 2h?)",
+    0.5: "is half the expected value (a contribution missing?)",
+    -2.0: "is twice the expected value, with the wrong sign",
+    -0.5: "is half the expected value, with the wrong sign",
+}
 
 
 def _describe_mismatch(got: np.ndarray, want: np.ndarray, rtol: float) -> str:
@@ -187,14 +202,12 @@ def _describe_mismatch(got: np.ndarray, want: np.ndarray, rtol: float) -> str:
         return "contains NaN or infinity (an overflow, or a log or division of zero?)"
     if want.size and np.all(got == 0) and np.any(want != 0):
         return "is all zeros (nothing was propagated or accumulated here?)"
-    scale = np.abs(want) > 1e-12
-    if np.any(scale):
-        ratio = got[scale] / want[scale]
-        if np.allclose(ratio, ratio[0], rtol=1e-6) and np.allclose(got, ratio[0] * want, rtol=1e-6):
-            k = float(ratio[0])
-            if math.isclose(k, -1.0, rel_tol=1e-6):
-                return "has the right size but the wrong sign"
-            return f"is off by a constant factor of {k:.4g}"
+    # A classic factor (a sign, a doubled or halved gradient) is worth naming; any other
+    # ratio, or one of a single number, would tell the student the expected value.
+    if np.sum(np.abs(want) > 1e-12) > 1:
+        for k, words in CLASSIC_FACTORS.items():
+            if np.allclose(got, k * want, rtol=1e-6, atol=0):
+                return words
     errors = np.abs(got - want) / np.maximum(1e-8, np.abs(got) + np.abs(want))
     wrong = int(np.sum(errors > rtol))
     where = f" at {wrong} of {want.size} entries" if want.size > 1 else ""
@@ -203,8 +216,8 @@ def _describe_mismatch(got: np.ndarray, want: np.ndarray, rtol: float) -> str:
 
 def judge_one(key: str, got, want, rule: Rule) -> Result:
     label = f"{rule.what} {key.partition(':')[2]}".strip()
-    if isinstance(got, Raised):
-        return Result(key, False, rule.weight, f"{label}: raised {got.error}")
+    if isinstance(got, Broken):
+        return Result(key, False, rule.weight, f"{label}: {got.why}")
     if got is None:
         return Result(key, False, rule.weight, f"{label}: not computed")
     hint = f" Likely mistake: {rule.hint}" if rule.hint else ""
@@ -244,10 +257,20 @@ def rule_for(check: Check, key: str) -> Rule:
 
 def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
     """One Result per reference key; a key the student's probe never reached fails."""
-    return [
-        judge_one(key, outputs.get(key), want, rule_for(check, key))
+    stopped = outputs.get("_stopped")  # why the probe ended early, e.g. a missing name
+    results = {
+        key: judge_one(key, outputs.get(key, stopped), want, rule_for(check, key))
         for key, want in reference.items()
-    ]
+    }
+    for key, result in results.items():
+        rule = rule_for(check, key)
+        detail = key.partition(":")[2]
+        needed = results.get(f"{rule.requires}:{detail}") if rule.requires else None
+        if rule.requires and result.passed and not (needed and needed.passed):
+            label = f"{rule.what} {detail}".strip()
+            why = f"{label}: not credited while the {rule.requires} check of it fails"
+            results[key] = Result(key, False, rule.weight, why)
+    return list(results.values())
 
 
 def score(check: Check, results: list[Result]) -> float:
@@ -280,16 +303,16 @@ def reference_path(notebook: str) -> Path:
 
 
 def encode(value):
-    if isinstance(value, Raised):
-        return {"raised": value.error}
+    if isinstance(value, Broken):
+        return {"broken": value.why}
     if isinstance(value, np.ndarray):
         return {"array": value.tolist(), "shape": list(value.shape)}
     return value
 
 
 def decode(value):
-    if isinstance(value, dict) and "raised" in value:
-        return Raised(value["raised"])
+    if isinstance(value, dict) and "broken" in value:
+        return Broken(str(value["broken"]))
     if isinstance(value, dict) and "array" in value:
         return np.array(value["array"], dtype=np.float64).reshape(value["shape"])
     return value
@@ -310,7 +333,7 @@ def probe(check: Check, namespace: dict) -> dict:
     try:
         check.probe(Student(namespace), np.random.default_rng(check.seed()), outputs)
     except Exception as exc:  # noqa: BLE001 (a probe stops at the first unrecorded error)
-        outputs.setdefault("_stopped", Raised(f"{type(exc).__name__}: {exc}"))
+        outputs.setdefault("_stopped", Broken(f"raised {type(exc).__name__}: {exc}"))
     return dict(outputs)
 
 

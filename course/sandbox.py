@@ -35,7 +35,7 @@ class SandboxUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class Limits:
-    address_space: int = 6 * 2**30  # bytes (virtual: NumPy and OpenBLAS reserve generously)
+    address_space: int = 4 * 2**30  # bytes (virtual: NumPy and OpenBLAS reserve generously)
     cpu_seconds: int = 900  # a backstop; wall-clock cell timeouts come first
     file_size: int = 256 * 2**20  # bytes, per file written
     open_files: int = 512

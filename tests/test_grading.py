@@ -1,0 +1,711 @@
+"""Unit tests of course/grading.py: messages, rules, scores, recording, and the grade cells.
+
+The hidden checks must never reveal an expected value, never award full points for a
+partly wrong answer, never write to stderr (nbgrader would fail the cell), and must give
+the source solutions full marks.
+"""
+
+import json
+import sys
+import warnings
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from course import build, grading
+from course.grading import (
+    Broken,
+    Check,
+    MissingName,
+    Outputs,
+    Result,
+    Rule,
+    Student,
+    _describe_mismatch,
+    judge_one,
+    rule_for,
+    score,
+)
+from course.paths import course_root
+
+FAST = settings(max_examples=30, deadline=None)
+
+grading._load_checks()
+ROOT = course_root()
+BACKPROP = "01_backprop/backprop"
+BACKPROP_CHECKS = sorted(name for name, c in grading.CHECKS.items() if c.notebook == BACKPROP)
+ALL_CHECKS = sorted(grading.CHECKS)
+
+# Reference-like numbers whose printed forms cannot turn up by accident in a message.
+DISTINCTIVE = [
+    0.123456789,
+    -4.56789123,
+    7.65432198e-3,
+    31.4159265,
+    -0.987654321,
+    2.71828183e-2,
+    -6.02214076,
+    0.577215665,
+]
+
+
+def value_forms(values) -> set[str]:
+    """How an expected value could be printed, with and without its sign."""
+    forms = set()
+    for v in np.ravel(values):
+        for x in (float(v), abs(float(v))):
+            forms |= {repr(x), str(x), f"{x:.3g}", f"{x:.4g}", f"{x:.6g}", f"{x:.3e}", f"{x:.2e}"}
+    return forms
+
+
+def assert_no_leak(message: str, want) -> None:
+    leaked = sorted(f for f in value_forms(want) if f in message)
+    assert not leaked, f"message {message!r} reveals expected values {leaked}"
+
+
+def grad_rule(**kw) -> Rule:
+    return Rule("gradient of", **kw)
+
+
+def dummy_check(points: float = 3) -> Check:
+    return Check(
+        name="dummy",
+        notebook="00_none/none",
+        points=points,
+        probe=lambda student, rng, out: None,
+        rules={},
+    )
+
+
+# ----------------------------------------------------------- mismatch messages
+
+
+def test_transpose_is_detected():
+    want = np.arange(1.0, 13.0).reshape(4, 3) * 0.123456789
+    got = want.T.copy()
+    r = judge_one("grad:W", got, want, grad_rule(hint="dW = x.T @ dout"))
+    assert not r.passed
+    assert r.message.startswith("gradient of W has shape (3, 4)")
+    assert "transpose" in r.message
+    assert "Likely mistake: dW = x.T @ dout" in r.message
+    assert_no_leak(r.message, want)
+
+
+@pytest.mark.parametrize(
+    ("got_shape", "want_shape"),
+    [
+        ((3,), (3, 1)),
+        ((2, 3, 4), (4, 3, 2)),  # reversed, but not a matrix transpose
+        ((5, 4), (4, 3)),
+        ((), (2,)),
+    ],
+)
+def test_other_shape_mismatch(got_shape, want_shape):
+    want = np.full(want_shape, 0.123456789)
+    got = np.full(got_shape, 1.0)
+    msg = _describe_mismatch(got, want, 1e-9)
+    assert msg == f"has shape {got_shape}, expected {want_shape}"
+    assert "transpose" not in msg
+    r = judge_one("grad:b", got, want, grad_rule())
+    assert not r.passed and "expected" in r.message
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_nan_or_inf(bad):
+    want = np.array([0.123456789, -4.56789123, 31.4159265])
+    got = want.copy()
+    got[1] = bad
+    r = judge_one("grad:x", got, want, grad_rule())
+    assert not r.passed
+    assert "NaN or infinity" in r.message
+    assert_no_leak(r.message, want)
+
+
+def test_nan_never_passes_even_against_itself():
+    want = np.array([1.0, 2.0])
+    got = np.array([np.nan, 2.0])
+    assert not judge_one("grad:x", got, got.copy(), grad_rule()).passed
+    assert not judge_one("grad:x", got, want, grad_rule(rtol=1e9)).passed
+
+
+def test_all_zeros():
+    want = np.array([[0.123456789, 0.0], [-4.56789123, 7.65432198e-3]])
+    r = judge_one("grad:h", np.zeros_like(want), want, grad_rule())
+    assert not r.passed and "all zeros" in r.message
+    assert_no_leak(r.message, want)
+    # Zeros where zeros are expected pass.
+    assert judge_one("grad:h", np.zeros(3), np.zeros(3), grad_rule()).passed
+
+
+def test_wrong_sign():
+    want = np.array([0.123456789, -4.56789123, 7.65432198e-3, 0.0])
+    r = judge_one("grad:a", -want, want, grad_rule())
+    assert not r.passed
+    assert "wrong sign" in r.message
+    assert "factor" not in r.message
+    assert_no_leak(r.message, want)
+
+
+@pytest.mark.parametrize(
+    ("k", "text"),
+    [
+        (2.0, "twice the expected value"),
+        (0.5, "half the expected value"),
+        (-2.0, "twice the expected value, with the wrong sign"),
+    ],
+)
+def test_classic_factor_is_named(k, text):
+    want = np.array([[0.123456789, -4.56789123], [7.65432198e-3, 31.4159265]])
+    r = judge_one("grad:W", k * want, want, grad_rule())
+    assert not r.passed
+    assert text in r.message
+    assert_no_leak(r.message, want)
+
+
+@pytest.mark.parametrize("k", [-3.0, 1.5, 1.0 + 1e-8])
+def test_other_factors_are_not_named(k):
+    # Naming an arbitrary ratio would let the student compute the expected values.
+    want = np.array([[0.123456789, -4.56789123], [7.65432198e-3, 31.4159265]])
+    r = judge_one("grad:W", k * want, want, grad_rule(rtol=1e-12))
+    assert not r.passed
+    assert "factor" not in r.message and "is off: relative error" in r.message
+    assert_no_leak(r.message, want)
+
+
+def test_generic_relative_error():
+    want = np.array(
+        [[0.123456789, -4.56789123, 7.65432198e-3], [31.4159265, -0.987654321, 2.71828183e-2]]
+    )
+    got = want.copy()
+    got[0, 1] = 1.0
+    got[1, 2] = -2.0
+    r = judge_one("grad:W", got, want, grad_rule(rtol=1e-9, hint="the chain rule"))
+    assert not r.passed
+    assert r.message.startswith("gradient of W is off: relative error")
+    assert "at 2 of 6 entries" in r.message
+    assert "(tolerance 1e-09)" in r.message
+    assert r.message.endswith("Likely mistake: the chain rule")
+    assert_no_leak(r.message, want)
+
+
+def test_within_tolerance_passes_without_a_message():
+    want = np.array([0.123456789, -4.56789123])
+    r = judge_one("grad:x", want * (1 + 1e-12), want, grad_rule(rtol=1e-9))
+    assert r.passed and r.message == ""
+    assert r.key == "grad:x" and r.weight == 1.0
+    # A boolean compared under "close" (as reference outputs of type checks may be).
+    assert judge_one("type:x", True, True, grad_rule()).passed
+
+
+@st.composite
+def mistakes(draw):
+    """(got, want): a reference of distinctive numbers and a typical wrong answer to it."""
+    shape = draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4))
+    want = draw(hnp.arrays(np.float64, shape, elements=st.sampled_from(DISTINCTIVE)))
+    kind = draw(
+        st.sampled_from(["transpose", "shape", "nan", "zeros", "sign", "factor", "entry", "offset"])
+    )
+    if kind == "transpose" and want.ndim == 2 and shape[0] != shape[1]:
+        got = want.T.copy()
+    elif kind == "shape":
+        got = np.ones(shape + (2,))
+    elif kind == "nan":
+        got = want.copy()
+        got.flat[draw(st.integers(0, want.size - 1))] = np.nan
+    elif kind == "zeros":
+        got = np.zeros_like(want)
+    elif kind == "sign":
+        got = -want
+    elif kind == "factor":
+        got = want * draw(st.sampled_from([2.0, 0.5, 3.0, -2.0, 10.0]))
+    elif kind == "entry":
+        got = want.copy()
+        got.flat[draw(st.integers(0, want.size - 1))] = draw(
+            st.sampled_from([1.0, -2.0, 5.0, 0.25])
+        )
+    else:
+        got = want + draw(st.sampled_from([1.0, -1.0, 0.5]))
+    return got, want
+
+
+@FAST
+@given(mistakes(), st.sampled_from([1e-12, 1e-9, 1e-7]))
+def test_messages_never_contain_expected_values(mistake, rtol):
+    got, want = mistake
+    r = judge_one("grad:z", got, want, Rule("gradient of", rtol=rtol, hint="a hint"))
+    assert not r.passed
+    assert r.message.startswith("gradient of z ")
+    assert_no_leak(r.message, want)
+
+
+def test_a_wrong_scalar_does_not_reveal_the_reference_through_a_factor():
+    want = 0.123456789
+    r = judge_one("data:a + b", 1.0, want, Rule("forward value of", rtol=1e-12))
+    assert not r.passed
+    assert "factor" not in r.message  # "factor of 8.1" gives want = 1.0 / 8.1
+
+
+# ----------------------------------------------------------- rules and Broken
+
+
+def test_rule_true():
+    rule = Rule("x restored exactly after", kind="true", hint="assign the old value back")
+    ok = judge_one("restored:sum(x**2)", True, True, rule)
+    assert ok.passed and ok.message == ""
+    bad = judge_one("restored:sum(x**2)", False, True, rule)
+    assert not bad.passed
+    assert bad.message == (
+        "x restored exactly after sum(x**2): does not hold. "
+        "Likely mistake: assign the old value back"
+    )
+    # The student's own outputs decide, not the reference.
+    assert judge_one("restored:k", True, False, rule).passed
+
+
+def test_rule_below():
+    rule = Rule(
+        "agreement with the analytic gradient, for", kind="below", rtol=1e-7, hint="use h = 1e-5"
+    )
+    assert judge_one("analytic:f", 3e-8, 0.0, rule).passed
+    assert judge_one("analytic:f", 1e-7, 0.0, rule).passed  # at the bound
+    assert not judge_one("analytic:f", 1.5e-7, 0.0, rule).passed
+    bad = judge_one("analytic:f", 2.5e-3, 1e-12, rule)
+    assert not bad.passed
+    assert "2.5e-03, above 1e-07" in bad.message
+    assert bad.message.endswith("Likely mistake: use h = 1e-5")
+    assert "1e-12" not in bad.message and "1.0e-12" not in bad.message
+    assert not judge_one("analytic:f", float("nan"), 0.0, rule).passed
+    assert not judge_one("analytic:f", True, 0.0, rule).passed  # a bool is no error measure
+
+
+@pytest.mark.parametrize("kind", ["close", "true", "below"])
+def test_broken_output_fails_and_says_why(kind):
+    rule = Rule("gradient of", kind=kind, weight=2.0)
+    r = judge_one("grad:W", Broken("raised ZeroDivisionError: float division by zero"), 1.0, rule)
+    assert not r.passed and r.weight == 2.0
+    assert r.message == "gradient of W: raised ZeroDivisionError: float division by zero"
+    missing = judge_one("grad:W", None, 1.0, rule)
+    assert not missing.passed and "not computed" in missing.message
+
+
+@pytest.mark.parametrize("name", ALL_CHECKS)
+def test_rule_for_uses_the_key_prefix(name):
+    chk = grading.CHECKS[name]
+    for prefix, rule in chk.rules.items():
+        assert rule_for(chk, f"{prefix}:anything at all, even: colons") is rule
+        assert rule.kind in {"close", "true", "below"}
+    with pytest.raises(KeyError):
+        rule_for(chk, "nosuchprefix:x")
+
+
+def test_judge_fails_keys_the_probe_never_reached():
+    chk = Check(
+        "j",
+        "00_none/none",
+        2,
+        lambda s, r, o: None,
+        rules={"grad": grad_rule(), "ok": Rule("holds", kind="true")},
+    )
+    results = grading.judge(
+        chk, {"grad:a": 1.0, "extra:z": 5.0}, {"grad:a": 1.0, "grad:b": 2.0, "ok:c": True}
+    )
+    assert [r.key for r in results] == ["grad:a", "grad:b", "ok:c"]
+    assert [r.passed for r in results] == [True, False, False]
+
+
+def test_a_required_check_must_pass_for_credit():
+    chk = Check(
+        "r",
+        "00_none/none",
+        2,
+        lambda s, r, o: None,
+        rules={
+            "grad": grad_rule(),
+            "analytic": Rule(
+                "agreement with the analytic gradient, for",
+                kind="below",
+                rtol=1e-7,
+                requires="grad",
+            ),
+        },
+    )
+    reference = {
+        "grad:f": np.array([0.123456789, 2.0]),
+        "analytic:f": 0.0,
+        "grad:g": np.array([1.0]),
+        "analytic:g": 0.0,
+    }
+    outputs = {
+        "grad:f": np.zeros(2),
+        "analytic:f": 0.0,  # degenerate: zeros agree with zeros
+        "grad:g": np.array([1.0]),
+        "analytic:g": 1e-9,
+    }
+    results = {r.key: r for r in grading.judge(chk, outputs, reference)}
+    assert not results["grad:f"].passed
+    assert not results["analytic:f"].passed
+    assert "not credited" in results["analytic:f"].message
+    assert results["grad:g"].passed and results["analytic:g"].passed
+    assert score(chk, list(results.values())) == 1.0
+
+
+def test_report_lists_failures_up_to_a_limit():
+    chk = dummy_check(points=2)
+    results = [Result(f"k{i}", False, 1.0, f"message {i}") for i in range(11)]
+    results.append(Result("ok", True, 1.0))
+    text = grading.report(chk, results, 0.16)
+    lines = text.splitlines()
+    assert lines[0] == "dummy: 0.16 of 2 points (1 of 12 sub-checks passed)"
+    assert lines[1:9] == [f"  FAIL message {i}" for i in range(8)]
+    assert lines[9] == "  ... and 3 more failures"
+
+
+# ----------------------------------------------------------- score
+
+
+def results_of(passed: list[bool], weights: list[float] | None = None) -> list[Result]:
+    weights = weights or [1.0] * len(passed)
+    return [Result(f"k{i}", p, w) for i, (p, w) in enumerate(zip(passed, weights, strict=True))]
+
+
+def test_score_floors_to_hundredths():
+    assert score(dummy_check(2), results_of([True, False, False])) == 0.66
+    assert score(dummy_check(1), results_of([True, True, False])) == 0.66
+    assert score(dummy_check(3), results_of([True, True, False])) == 2.0
+    assert score(dummy_check(3), results_of([True] * 299 + [False])) == 2.99
+    assert score(dummy_check(3), results_of([True, False], [2.0, 1.0])) == 2.0
+    assert score(dummy_check(2), results_of([True, False], [2.0, 1.0])) == 1.33
+    # 0.29 is not exactly representable: 0.29 * 100 must not floor to 28.
+    assert score(dummy_check(0.29), results_of([True])) == 0.29
+
+
+def test_score_all_fail_is_zero_and_nothing_to_judge_is_zero():
+    assert score(dummy_check(3), results_of([False] * 7)) == 0.0
+    assert score(dummy_check(3), []) == 0.0
+
+
+@FAST
+@given(
+    st.lists(st.floats(0.1, 10.0), min_size=1, max_size=300),
+    st.integers(1, 20).map(lambda n: n / 2),
+)
+def test_score_all_pass_gives_exactly_full_points(weights, points):
+    got = score(dummy_check(points), results_of([True] * len(weights), weights))
+    assert got == points
+
+
+@FAST
+@given(
+    st.lists(st.tuples(st.booleans(), st.floats(0.1, 10.0)), min_size=1, max_size=300).filter(
+        lambda rs: not all(p for p, _ in rs)
+    ),
+    st.integers(1, 20).map(lambda n: n / 2),
+)
+def test_score_is_never_full_unless_everything_passed(pairs, points):
+    passed = [p for p, _ in pairs]
+    weights = [w for _, w in pairs]
+    got = score(dummy_check(points), results_of(passed, weights))
+    assert 0.0 <= got < points
+    assert got == round(got, 2)
+    exact = points * sum(w for p, w in pairs if p) / sum(weights)
+    assert exact - 0.01 < got <= exact + 1e-9
+
+
+def test_score_299_of_300_weights_is_below_3():
+    results = results_of([True] * 299 + [False])
+    assert score(dummy_check(3), results) < 3
+    # The failing one weighs least of all.
+    results = results_of([True] * 299 + [False], [1.0] * 299 + [0.1])
+    assert score(dummy_check(3), results) < 3
+
+
+# ----------------------------------------------------------- Outputs.record
+
+
+def test_an_exception_fails_only_its_keys():
+    out = Outputs()
+    out.record("a", lambda: 1.5)
+    out.record(["b", "c"], lambda: 1 / 0)
+    out.record("d", lambda: [1.0, 2.0])
+    assert out["a"] == 1.5
+    np.testing.assert_array_equal(out["d"], [1.0, 2.0])
+    for key in ("b", "c"):
+        assert isinstance(out[key], Broken)
+        assert out[key].why.startswith("raised ZeroDivisionError")
+
+
+def test_raised_keeps_the_first_line_of_a_long_message():
+    def boom():
+        raise ValueError("first line " + "x" * 300 + "\nsecond line")
+
+    def bare():
+        raise KeyError
+
+    out = Outputs()
+    out.record("a", boom)
+    out.record("b", bare)
+    assert out["a"].why.startswith("raised ValueError: first line ")
+    assert "second line" not in out["a"].why
+    assert len(out["a"].why) <= len("raised ValueError: ") + 120
+    assert out["b"] == Broken("raised KeyError")
+
+
+def test_a_missing_name_is_broken_with_the_name():
+    student = Student({"other": 1})
+    out = Outputs()
+    out.record(["data:x", "grad:x"], lambda: student.Value(1.0))
+    assert out["data:x"] == out["grad:x"] == Broken("the notebook defines no `Value`")
+    with pytest.raises(MissingName):
+        student.eval_numerical_gradient  # noqa: B018
+    with pytest.raises(AttributeError):
+        student._private  # noqa: B018
+    assert student.other == 1
+
+
+@pytest.mark.parametrize("returned", [(1.0, 2.0, 3.0), (1.0,), 5.0])
+def test_wrong_number_of_results_is_broken(returned):
+    out = Outputs()
+    out.record(["a", "b"], lambda: returned)
+    assert isinstance(out["a"], Broken) and isinstance(out["b"], Broken)
+
+
+def test_student_output_does_not_leak(capfd):
+    def noisy():
+        print("LEAK print")
+        sys.stderr.write("LEAK stderr\n")
+        warnings.warn("LEAK warning", UserWarning, stacklevel=1)
+        warnings.warn("LEAK deprecation", DeprecationWarning, stacklevel=1)
+        return 2.0
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = Outputs()
+        out.record("a", noisy)
+        out.record("b", lambda: [print("LEAK too"), 1 / 0])
+    assert out["a"] == 2.0 and isinstance(out["b"], Broken)
+    assert caught == []
+    printed = capfd.readouterr()
+    assert "LEAK" not in printed.out and "LEAK" not in printed.err
+
+
+def test_numpy_runtime_warnings_are_swallowed(capfd):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning that got out would be an exception
+        out = Outputs()
+        out.record("log", lambda: np.log(0.0))
+        out.record("div", lambda: np.array([1.0, -1.0]) / 0.0)
+        out.record("overflow", lambda: np.exp(np.array(1000.0)))
+    assert out["log"] == -np.inf
+    np.testing.assert_array_equal(out["div"], [np.inf, -np.inf])
+    assert out["overflow"] == np.inf
+    printed = capfd.readouterr()
+    assert printed.out == "" and printed.err == ""
+
+
+def test_numpy_errors_are_ignored_even_if_the_notebook_made_them_raise():
+    with np.errstate(all="raise"):
+        out = Outputs()
+        out.record("log", lambda: np.log(np.array(0.0)))
+        out.record("nan", lambda: np.sqrt(np.array(-1.0)))
+    assert out["log"] == -np.inf
+    assert np.isnan(out["nan"])
+
+
+@pytest.mark.parametrize(
+    ("returned", "expected", "kind"),
+    [
+        (np.float64(1.25), 1.25, float),
+        (np.float32(0.5), 0.5, float),
+        (np.array(2.5), 2.5, float),
+        (3, 3.0, float),
+        (np.int64(4), 4.0, float),
+        (True, True, bool),
+        (np.bool_(False), False, bool),
+    ],
+)
+def test_scalars_become_plain_python(returned, expected, kind):
+    out = Outputs()
+    out.record("k", lambda: returned)
+    assert type(out["k"]) is kind
+    assert out["k"] == expected
+
+
+def test_sequences_become_float64_arrays():
+    out = Outputs()
+    out.record("k", lambda: [[1, 2], [3, 4]])
+    out.record(["a", "b"], lambda: (np.float32(1.5), np.array([1, 2], dtype=np.int32)))
+    assert out["k"].dtype == np.float64 and out["k"].shape == (2, 2)
+    assert type(out["a"]) is float
+    assert out["b"].dtype == np.float64
+
+
+class NotANumber:
+    pass
+
+
+@pytest.mark.parametrize(
+    "returned",
+    [
+        NotANumber(),
+        "abc",
+        {"a": 1},
+        [1.0, "x"],
+        [[1.0, 2.0], [3.0]],
+        None,
+        "1.5",
+    ],
+)
+def test_non_numbers_become_broken(returned):
+    out = Outputs()
+    out.record("k", lambda: returned)
+    assert isinstance(out["k"], Broken)
+    assert out["k"].why.startswith("returned ")
+
+
+# ----------------------------------------------------------- check() in a grade cell
+
+
+class GradeCell:
+    """A grade cell `check(name, globals())`, run as autograding runs it.
+
+    In the student's kernel check() probes and displays the outputs under PROBE_MIME (here
+    captured from IPython.display.display); the payload is saved in the notebook as JSON;
+    outside the kernel `verdict` judges it (course.nbgrader_ext.JudgeHiddenChecks).
+    """
+
+    def __init__(self, name: str, namespace: dict, monkeypatch):
+        import IPython.display
+
+        shown = []
+        monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: shown.extend(objs))
+        self.in_kernel = grading.check(name, namespace)
+        self.displayed = [obj for obj in shown if isinstance(obj, dict)]
+        assert len(self.displayed) == 1, "one display per grade cell"
+        payload = self.displayed[0][grading.PROBE_MIME]
+        self.points, self.report = grading.verdict(name, json.loads(json.dumps(payload)))
+
+
+# The names each check of assignment 01 needs first.
+FIRST_NAME = {
+    "eval_numerical_gradient": "eval_numerical_gradient",
+    "eval_numerical_gradient_array": "eval_numerical_gradient_array",
+}
+
+
+@pytest.mark.parametrize("name", BACKPROP_CHECKS)
+def test_check_of_an_empty_namespace_scores_exactly_zero(name, capfd, monkeypatch):
+    cell = GradeCell(name, {}, monkeypatch)
+    # nbgrader parses the repr of the cell's value: a plain float, never np.float64.
+    assert type(cell.points) is float
+    assert cell.points == 0.0 and repr(cell.points) == "0.0"
+    assert cell.report.startswith(f"{name}: 0 of ")
+    assert "FAIL" in cell.report
+    # In the kernel: worth exactly 0.0 (a set-up that skips the verdict scores zero),
+    # a summary for the student, and nothing written to stdout or stderr directly.
+    assert type(cell.in_kernel) is float and repr(cell.in_kernel) == "0.0"
+    assert cell.displayed[0]["text/plain"].startswith(f"{name}: ")
+    printed = capfd.readouterr()
+    assert printed.out == "" and printed.err == ""
+
+
+@pytest.mark.parametrize("name", BACKPROP_CHECKS)
+def test_verdict_without_a_payload_is_zero_with_the_reason(name):
+    points, text = grading.verdict(name, None, "the cell stopped with NameError")
+    assert type(points) is float and points == 0.0
+    assert text == (
+        f"{name}: 0 of {grading.CHECKS[name].points:g} points (the cell stopped with NameError)"
+    )
+
+
+@pytest.mark.parametrize("name", BACKPROP_CHECKS)
+def test_check_of_an_empty_namespace_says_what_is_missing(name, monkeypatch):
+    report = GradeCell(name, {}, monkeypatch).report
+    assert f"the notebook defines no `{FIRST_NAME.get(name, 'Value')}`" in report
+
+
+# ----------------------------------------------------------- checks, references, notebooks
+
+
+def source_notebook(notebook: str):
+    return nbformat.read(ROOT / "source" / f"{notebook}.ipynb", as_version=4)
+
+
+def grade_cells(notebook: str) -> dict[str, tuple[dict, str]]:
+    cells = {}
+    for cell in source_notebook(notebook).cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade"):
+            assert meta["grade_id"] not in cells, f"two grade cells {meta['grade_id']!r}"
+            cells[meta["grade_id"]] = (meta, cell.source)
+    return cells
+
+
+def test_assignment_01_has_checks():
+    assert BACKPROP_CHECKS
+    assert set(BACKPROP_CHECKS) <= set(ALL_CHECKS)
+
+
+@pytest.mark.parametrize("name", ALL_CHECKS)
+def test_every_check_has_a_reference_with_a_rule_per_key(name):
+    chk = grading.CHECKS[name]
+    path = ROOT / "references" / f"{chk.notebook}.json"
+    assert path == grading.reference_path(chk.notebook)
+    assert name in json.loads(path.read_text()), f"{path} has no entry for {name}"
+    reference = grading.load_reference(chk)
+    assert reference
+    for key in reference:
+        rule = rule_for(chk, key)
+        assert rule.kind in {"close", "true", "below"}
+        assert not isinstance(reference[key], Broken)
+
+
+@pytest.mark.parametrize("name", ALL_CHECKS)
+def test_every_check_points_match_its_grade_cell(name):
+    chk = grading.CHECKS[name]
+    cells = grade_cells(chk.notebook)
+    assert name in cells, f"no grade cell {name!r} in source/{chk.notebook}.ipynb"
+    meta, source = cells[name]
+    assert float(meta["points"]) == float(chk.points)
+    assert f'check("{name}"' in source
+
+
+def test_every_grade_cell_of_01_runs_a_registered_check():
+    for grade_id, (_meta, source) in grade_cells(BACKPROP).items():
+        if "check(" in source:
+            assert grade_id in grading.CHECKS
+
+
+@pytest.fixture(scope="module")
+def solutions():
+    text = (ROOT / "source" / "01_backprop" / "backprop.pct.py").read_text()
+    return build.solution_namespace(build.notebook_from_text(text), "x")
+
+
+@pytest.mark.parametrize("name", BACKPROP_CHECKS)
+def test_the_solution_scores_full_marks(name, solutions, capfd, monkeypatch):
+    cell = GradeCell(name, solutions, monkeypatch)
+    assert type(cell.points) is float
+    assert cell.points == grading.CHECKS[name].points
+    assert "FAIL" not in cell.report
+    assert cell.in_kernel == 0.0
+    printed = capfd.readouterr()
+    assert printed.out == "" and printed.err == ""
+
+
+@pytest.mark.parametrize("name", BACKPROP_CHECKS)
+def test_the_solution_probe_matches_the_stored_reference_keys(name, solutions):
+    """A sub-check added without `course references` would be silently ungraded."""
+    chk = grading.CHECKS[name]
+    outputs = grading.probe(chk, solutions)
+    assert set(outputs) == set(grading.load_reference(chk))
+    assert not any(isinstance(v, Broken) for v in outputs.values())
+
+
+def test_paths_are_relative_to_the_course_root():
+    assert (ROOT / "nbgrader_config.py").exists()
+    assert Path(grading.reference_path(BACKPROP)).is_relative_to(ROOT)
