@@ -115,8 +115,18 @@ def run_nbgrader(root: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-def grade(root: Path, assignment: str, log=print) -> list[Status]:
-    """Autograde every submission of `assignment` in course directory `root`."""
+def grade(root: Path, assignment: str, log=print, sandboxed: bool = True) -> list[Status]:
+    """Autograde every submission of `assignment` in course directory `root`.
+
+    sandboxed: False grades with kernels outside the sandbox, on purpose only.
+    Raises SandboxUnavailable, before grading anything, where no sandbox can start.
+    """
+    from course import sandbox
+
+    if sandboxed:
+        sandbox.check_available()
+    else:
+        log("warning: grading WITHOUT the sandbox: student code runs with your rights")
     submitted = sorted(p for p in (root / "submitted").glob(f"*/{assignment}") if p.is_dir())
     if not submitted:
         raise FileNotFoundError(f"no submissions in {root / 'submitted'}/*/{assignment}")
@@ -131,7 +141,9 @@ def grade(root: Path, assignment: str, log=print) -> list[Status]:
     statuses = {
         p.parent.name: Status(p.parent.name, problems=preflight(p, expected)) for p in submitted
     }
-    proc = run_nbgrader(root, "autograde", assignment, "--force")
+    proc = run_nbgrader(
+        root, "autograde", assignment, "--force", f"--GuardedExecute.sandbox={sandboxed}"
+    )
     log_path = root / ".nbgrader" / "logs" / f"autograde-{assignment}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.write_text(proc.stdout + proc.stderr)

@@ -9,8 +9,6 @@
 
 from __future__ import annotations
 
-import os
-
 from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
@@ -92,9 +90,9 @@ class GuardedExecute(Execute):
     cells before it keep their grades, and the notebook says what happened."""
 
     sandbox = Bool(
-        os.environ.get("COURSE_UNSANDBOXED", "") != "1",
-        help="Run grading kernels in the sandbox. Turn off only on purpose "
-        "(`course grade --unsandboxed`, or COURSE_UNSANDBOXED=1).",
+        True,
+        help="Run grading kernels in the sandbox. Turn off only on purpose: "
+        "`course grade --unsandboxed`, or `--GuardedExecute.sandbox=False`.",
     ).tag(config=True)
 
     def __init__(self, *args, **kwargs):
