@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 STUDENT_CONFIG := $(CURDIR)/course/jupyter/student
 PORT ?= 8888
 
-.PHONY: setup sandbox lab lab-instructor test release demo bench format lint clean
+.PHONY: setup sandbox workspace lab lab-instructor test release demo bench format lint clean
 
 setup: $(STAMP) sandbox
 
@@ -25,15 +25,18 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 # A learner's working copy of each released assignment lives in work/ (never overwritten).
-work: setup
+workspace: setup
 	$(BIN)/python -m course.workspace
 
-lab: setup work
-	JUPYTER_CONFIG_DIR=$(STUDENT_CONFIG) $(BIN)/jupyter lab --port=$(PORT) \
+# Root (as in containers) must say so to Jupyter.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+
+lab: workspace
+	JUPYTER_CONFIG_DIR=$(STUDENT_CONFIG) $(BIN)/jupyter lab --port=$(PORT) $(ALLOW_ROOT) \
 		--ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/work/START.md
 
 lab-instructor: setup
-	$(BIN)/jupyter lab --port=$(PORT) --ServerApp.root_dir=$(CURDIR)
+	$(BIN)/jupyter lab --port=$(PORT) $(ALLOW_ROOT) --ServerApp.root_dir=$(CURDIR)
 
 test: setup
 	$(BIN)/python -m pytest -n 2 --dist loadgroup

@@ -48,11 +48,11 @@ def error_against_step(
     ax=None,
 ):
     """Relative error of a numerical gradient against the step h, one line per dtype."""
-    ax = ax or plt.subplots(figsize=(5.5, 3.5))[1]
+    ax = ax or plt.subplots(figsize=(7.5, 3.5), layout="constrained")[1]
     for label, err in errors.items():
         ax.loglog(hs, np.maximum(err, 1e-17), marker="o", label=label)
     ax.axhline(1e-7, color="gray", ls="--", lw=1, label="a passing check: 1e-7")
     ax.set(xlabel="step h", ylabel="relative error", title=title)
-    ax.legend()
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
     ax.grid(alpha=0.3, which="both")
     return ax

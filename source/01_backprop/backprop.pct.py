@@ -687,7 +687,7 @@ print(f"final loss {losses[-1]:.3f}, training accuracy {accuracies[-1]:.0%}")
 
 # %%
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
-loss_curve(losses, title="Margin loss of the MLP: it should fall steadily", ax=ax1)
+loss_curve(losses, title="Margin loss: a plateau, then a fall (jolts: a large step)", ax=ax1)
 decision_boundary(model.predict, X, y, title="Decision boundary: the moons, separated", ax=ax2)
 plt.show()
 
