@@ -10,9 +10,11 @@ course bench        notebook and autograding timings
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 
-from course.paths import course_root
+from course.paths import course_root, tool_env
 
 
 def _build(args) -> int:
@@ -50,6 +52,17 @@ def _grade(args) -> int:
     return 0 if all(s.graded and not s.problems for s in statuses) else 1
 
 
+def _check(args) -> int:
+    from course import selfcheck
+    from course.sandbox import SandboxUnavailable
+
+    try:
+        return selfcheck.check(Path(args.notebook), sandboxed=not args.unsandboxed)
+    except (FileNotFoundError, SandboxUnavailable) as exc:
+        print(f"course check: {exc}", file=sys.stderr)
+        return 2
+
+
 def _demo(args) -> int:
     from course import demo
 
@@ -77,14 +90,27 @@ def main(argv: list[str] | None = None) -> int:
         help="run grading kernels without the sandbox (only on purpose: "
         "student code then runs with your rights)",
     )
+    check = commands.add_parser(
+        "check", help="grade one notebook of yours, as the instructor would"
+    )
+    check.add_argument("notebook", help="e.g. work/01_backprop/backprop.ipynb")
+    check.add_argument(
+        "--unsandboxed",
+        action="store_true",
+        help="run the kernel without the sandbox (where bubblewrap is missing)",
+    )
     demo = commands.add_parser("demo", help="autograde bundled demo students; print the grades")
     demo.add_argument("--keep", action="store_true", help="keep the scratch course directory")
     commands.add_parser("bench", help="time every notebook and the autograding of one submission")
     args = parser.parse_args(argv)
+    # nbgrader's API runs `alembic` by name: make this environment's tools findable even
+    # when it was never activated (`.venv/bin/course ...`).
+    os.environ["PATH"] = tool_env()["PATH"]
     handler = {
         "build": _build,
         "references": _references,
         "grade": _grade,
+        "check": _check,
         "demo": _demo,
         "bench": _bench,
     }

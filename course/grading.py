@@ -283,16 +283,32 @@ def score(check: Check, results: list[Result]) -> float:
 
 
 def report(check: Check, results: list[Result], points: float, limit: int = 8) -> str:
+    """The verdict in words: the score, then each failure (one line for the many that share
+    a cause, such as every sub-check raising NotImplementedError)."""
     passed = sum(r.passed for r in results)
     lines = [
         f"{check.name}: {points:g} of {check.points:g} points "
         f"({passed} of {len(results)} sub-checks passed)"
     ]
-    failures = [r for r in results if not r.passed]
-    lines += [f"  FAIL {r.message}" for r in failures[:limit]]
-    if len(failures) > limit:
-        lines.append(f"  ... and {len(failures) - limit} more failures")
+    groups: dict[str, list[Result]] = {}
+    for r in results:
+        if not r.passed:
+            cause = r.message.partition(": ")[2]
+            groups.setdefault(cause if cause.startswith(SHARED_CAUSES) else r.message, []).append(r)
+    for shown, (cause, members) in enumerate(groups.items()):
+        if shown == limit:
+            lines.append(f"  ... and {len(groups) - limit} more failures")
+            break
+        if len(members) == 1:
+            lines.append(f"  FAIL {members[0].message}")
+        else:
+            first = members[0].message.partition(": ")[0]
+            lines.append(f"  FAIL {len(members)} sub-checks ({first}, ...): {cause}")
     return "\n".join(lines)
+
+
+# Causes that many sub-checks share; reported once.
+SHARED_CAUSES = ("raised ", "the notebook defines no", "not credited while")
 
 
 # ---------------------------------------------------------------- references
@@ -333,7 +349,8 @@ def probe(check: Check, namespace: dict) -> dict:
     try:
         check.probe(Student(namespace), np.random.default_rng(check.seed()), outputs)
     except Exception as exc:  # noqa: BLE001 (a probe stops at the first unrecorded error)
-        outputs.setdefault("_stopped", Broken(f"raised {type(exc).__name__}: {exc}"))
+        why = str(exc) if isinstance(exc, MissingName) else f"raised {type(exc).__name__}: {exc}"
+        outputs.setdefault("_stopped", Broken(why))
     return dict(outputs)
 
 

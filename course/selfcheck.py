@@ -1,0 +1,123 @@
+"""`course check <notebook>`: grade one notebook locally, exactly as the instructor would.
+
+The notebook is submitted to a scratch copy of the course and graded by the same
+`course grade` path (real `nbgrader autograde`, every kernel sandboxed, verdicts decided
+outside the kernel). Prints a table per exercise: points, pass or fail, and for a failure
+what is wrong and the likely mistake (never an expected value). Writes the HTML feedback
+next to the notebook (`<name>.feedback.html`) and the results (`<name>.check.json`, read by
+the start page). Exits 0 only when every exercise earned full marks.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import nbformat
+
+from course import autograde
+from course.classroom import ScratchCourse
+from course.paths import course_root
+
+STUDENT = "me"
+
+
+@dataclass
+class Exercise:
+    grade_id: str
+    points: float
+    max_points: float
+    report: str  # what the hidden check printed: failures and likely mistakes
+
+    @property
+    def passed(self) -> bool:
+        return self.points >= self.max_points
+
+
+def locate(notebook: Path, root: Path) -> tuple[str, str]:
+    """(assignment, notebook name) of a learner's notebook, checked against release/."""
+    assignment, name = notebook.parent.name, notebook.stem
+    if not (root / "release" / assignment / f"{name}.ipynb").exists():
+        known = sorted(
+            p.relative_to(root / "release").as_posix() for p in (root / "release").glob("*/*.ipynb")
+        )
+        raise FileNotFoundError(
+            f"{notebook} is not a notebook of this course: its folder and name must match one "
+            f"of release/{{{', '.join(known)}}}"
+        )
+    return assignment, name
+
+
+def exercises(graded: Path) -> list[Exercise]:
+    nb = nbformat.read(graded, as_version=4)
+    found = []
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if not meta.get("grade") or meta.get("solution"):
+            continue
+        report = "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout")
+        points = next(
+            (
+                float(o["data"]["text/plain"])
+                for o in cell.outputs
+                if o.get("output_type") == "execute_result"
+            ),
+            None,
+        )
+        if points is None:  # a plain test cell, scored as nbgrader does
+            failed = any(o.get("output_type") == "error" for o in cell.outputs)
+            points = 0.0 if failed else float(meta["points"])
+        found.append(Exercise(meta["grade_id"], points, float(meta["points"]), report.strip()))
+    return found
+
+
+def print_table(name: str, results: list[Exercise], problems: list[str]) -> None:
+    width = max(len(e.grade_id) for e in results)
+    print(f"{'exercise':<{width}}  {'points':>9}  result")
+    for e in results:
+        verdict = "pass" if e.passed else "FAIL"
+        print(f"{e.grade_id:<{width}}  {e.points:>4g} / {e.max_points:<3g} {verdict}")
+        if not e.passed:
+            for line in e.report.splitlines()[1:]:
+                print(f"{'':<{width}}    {line.strip()}")
+    total, full = sum(e.points for e in results), sum(e.max_points for e in results)
+    for problem in problems:
+        print(f"note: {problem}")
+    print(f"{name}: {total:g} of {full:g} points")
+
+
+def check(notebook: Path, sandboxed: bool = True) -> int:
+    root = course_root()
+    notebook = notebook.resolve()
+    if not notebook.is_file():
+        raise FileNotFoundError(f"no notebook at {notebook}")
+    assignment, name = locate(notebook, root)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="course-check-") as scratch:
+        course = ScratchCourse(Path(scratch))
+        course.submit(STUDENT, assignment, {f"{name}.ipynb": notebook.read_bytes()})
+        [status] = autograde.grade(course.root, assignment, log=lambda _: None, sandboxed=sandboxed)
+        if not status.graded:
+            print(f"{notebook.name} could not be graded: {'; '.join(status.problems)}")
+            return 1
+        graded = course.root / "autograded" / STUDENT / assignment / f"{name}.ipynb"
+        results = exercises(graded)
+        course.nbgrader("generate_feedback", assignment, "--force")
+        feedback = course.root / "feedback" / STUDENT / assignment / f"{name}.html"
+        shutil.copyfile(feedback, notebook.with_suffix(".feedback.html"))
+    print_table(name, results, status.problems)
+    record = {
+        "assignment": assignment,
+        "notebook": name,
+        "checked_at": time.time(),
+        "exercises": [asdict(e) for e in results],
+    }
+    notebook.with_suffix(".check.json").write_text(json.dumps(record, indent=1) + "\n")
+    print(
+        f"feedback: {notebook.with_suffix('.feedback.html')} ({time.perf_counter() - start:.0f} s)"
+    )
+    return 0 if all(e.passed for e in results) and not status.problems else 1
