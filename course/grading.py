@@ -59,6 +59,7 @@ class Rule:
     # Credit only if the output "<requires>:<same detail>" passed: a self-consistency check
     # of a degenerate implementation (all zeros agree with all zeros) earns nothing alone.
     requires: str | None = None
+    picture: str | None = None  # "curve": draw the student's curve over the reference band
 
 
 @dataclass(frozen=True)
@@ -379,11 +380,25 @@ def check(name: str, namespace: dict) -> float:
 
 def verdict(name: str, payload: dict | None, why_missing: str = "") -> tuple[float, str]:
     """Grader side: (points, report) for the probe payload a grade cell emitted (or None)."""
+    points, text, _ = verdict_with_pictures(name, payload, why_missing, pictures=False)
+    return points, text
+
+
+def verdict_with_pictures(
+    name: str, payload: dict | None, why_missing: str = "", pictures: bool = True
+) -> tuple[float, str, list[bytes]]:
+    """(points, report, PNGs for the feedback): see course.feedback_figures."""
     chk = get_check(name)
     if payload is None:
         reason = why_missing or "the hidden check did not run"
-        return 0.0, f"{name}: 0 of {chk.points:g} points ({reason})"
+        return 0.0, f"{name}: 0 of {chk.points:g} points ({reason})", []
     outputs = {key: decode(value) for key, value in payload.get("outputs", {}).items()}
-    results = judge(chk, outputs, load_reference(chk))
+    reference = load_reference(chk)
+    results = judge(chk, outputs, reference)
     points = score(chk, results)
-    return float(points), report(chk, results, points)
+    pngs = []
+    if pictures:
+        from course.feedback_figures import pictures as draw
+
+        pngs = draw(chk, outputs, reference, results)
+    return float(points), report(chk, results, points), pngs

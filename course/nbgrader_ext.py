@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import base64
+
 from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
@@ -56,9 +58,13 @@ def judge_cell(cell) -> None:
     ok = len(payloads) == 1 and payloads[0].get("check") == grade_id
     payload = payloads[0] if ok else None
     why = "" if ok else why_no_probe(cell, payloads, grade_id)
-    points, text = grading.verdict(grade_id, payload, why)
+    points, text, pngs = grading.verdict_with_pictures(grade_id, payload, why)
     cell.outputs = [
         new_output("stream", name="stdout", text=text + "\n"),
+        *[
+            new_output("display_data", data={"image/png": base64.b64encode(png).decode("ascii")})
+            for png in pngs
+        ],
         new_output(
             "execute_result",
             data={"text/plain": repr(points)},

@@ -503,6 +503,7 @@ register(
                 rtol=LOSS_BAND,
                 weight=2,
                 hint="a gradient that is wrong somewhere in Value, even slightly.",
+                picture="curve",
             ),
             "accuracy": Rule("training accuracy", rtol=1e-12, hint=""),
         },

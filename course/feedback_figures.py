@@ -1,0 +1,108 @@
+"""Pictures for feedback, drawn by the grader after a verdict (never in the student's kernel).
+
+- A loss-curve check: the student's curve over the reference band, and how far each step
+  is from the reference, against the band's width.
+- A failed array check: a heat map of the relative error, entry by entry, so that the
+  student sees *where* an array is wrong (a row, a column, one corner), not what it should be.
+Each picture is a PNG, embedded in the notebook (and so in nbgrader's HTML feedback).
+"""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")  # the grader has no display
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+MAX_PICTURES = 3
+
+
+def _png(fig) -> bytes:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=90)
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def curve_picture(label: str, got: np.ndarray, want: np.ndarray, rtol: float) -> bytes:
+    steps = np.arange(1, len(want) + 1)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.2), layout="constrained")
+    width = np.maximum(np.abs(want) * rtol, 1e-300)
+    ax1.fill_between(
+        steps,
+        want - width,
+        want + width,
+        color="tab:gray",
+        alpha=0.5,
+        lw=4,
+        label=f"reference band (±{rtol:g} relative)",
+    )
+    if got.shape == want.shape:
+        ax1.plot(steps, got, color="tab:red", marker=".", label="your curve")
+        deviation = np.abs(got - want) / np.maximum(np.abs(want), 1e-12)
+        ax2.semilogy(steps, np.maximum(deviation, 1e-17), color="tab:red", marker=".")
+    ax2.axhline(rtol, color="tab:gray", ls="--", label="the band's edge")
+    ax1.set(xlabel="step", ylabel="loss")
+    ax1.set_title(f"{label}: your curve should stay in the band", fontsize=10)
+    ax2.set(
+        xlabel="step",
+        ylabel="relative distance from the reference",
+        title="Where your curve leaves the band",
+    )
+    ax1.legend(fontsize=8)
+    ax2.legend(fontsize=8)
+    return _png(fig)
+
+
+def heatmap_picture(label: str, got: np.ndarray, want: np.ndarray, rtol: float) -> bytes:
+    errors = np.abs(got - want) / np.maximum(1e-8, np.abs(got) + np.abs(want))
+    grid = errors.reshape(errors.shape[0], -1) if errors.ndim > 1 else errors[None, :]
+    fig, ax = plt.subplots(figsize=(5.5, 3.6), layout="constrained")
+    image = ax.imshow(
+        np.log10(np.maximum(grid, 1e-17)), cmap="magma", vmin=-17, vmax=0, aspect="auto"
+    )
+    wrong = np.argwhere(grid > rtol)
+    ax.scatter(
+        wrong[:, 1],
+        wrong[:, 0],
+        marker="x",
+        color="cyan",
+        s=30,
+        label=f"above the tolerance {rtol:g}",
+    )
+    fig.colorbar(image, ax=ax, label="log10 relative error")
+    shape = "x".join(map(str, got.shape))
+    ax.set(xlabel="column" if got.ndim <= 2 else "flattened trailing axes", ylabel="row")
+    ax.set_title(f"Where it is wrong: {label} (shape {shape})", fontsize=9, wrap=True)
+    if len(wrong):
+        ax.legend(loc="upper left", bbox_to_anchor=(0, -0.18), fontsize=8, frameon=False)
+    return _png(fig)
+
+
+def is_matrix(array: np.ndarray) -> bool:
+    """At least two rows and two columns once trailing axes are flattened."""
+    return array.ndim >= 2 and array.shape[0] >= 2 and array.size // array.shape[0] >= 2
+
+
+def pictures(check, outputs: dict, reference: dict, results) -> list[bytes]:
+    """PNGs for the failed results of one check (at most MAX_PICTURES), and for its curves."""
+    from course.grading import Broken, rule_for
+
+    found = []
+    for result in results:
+        rule = rule_for(check, result.key)
+        got, want = outputs.get(result.key), reference.get(result.key)
+        if isinstance(got, Broken) or got is None or rule.kind != "close":
+            continue
+        got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+        label = f"{rule.what} {result.key.partition(':')[2]}".strip()
+        if rule.picture == "curve":
+            found.append(curve_picture(label, got, want, rule.rtol))
+        elif not result.passed and got.shape == want.shape and is_matrix(want):
+            found.append(heatmap_picture(label, got, want, rule.rtol))
+        if len(found) == MAX_PICTURES:
+            break
+    return found

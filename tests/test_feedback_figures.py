@@ -1,0 +1,67 @@
+"""Pictures in feedback: curves over the reference band, heat maps of where an array is wrong."""
+
+import nbformat
+import numpy as np
+import pytest
+
+from course import grading
+from course.feedback_figures import pictures
+from course.grading import Check, Result, Rule
+from course.nbgrader_ext import judge_cell
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def fake_check(**rules):
+    return Check(name="fake", notebook="x/y", points=1, probe=lambda *a: None, rules=rules)
+
+
+def test_a_curve_is_drawn_over_its_band_pass_or_fail():
+    chk = fake_check(loss=Rule("training loss", rtol=1e-6, picture="curve"))
+    want = np.linspace(1.0, 0.1, 20)
+    for got in (want.copy(), want * 1.05):
+        results = grading.judge(chk, {"loss:curve": got}, {"loss:curve": want})
+        [png] = pictures(chk, {"loss:curve": got}, {"loss:curve": want}, results)
+        assert png.startswith(PNG)
+
+
+@pytest.mark.parametrize(
+    ("shape", "drawn"), [((3, 5), True), ((2, 3, 4), True), ((1, 5), False), ((6,), False)]
+)
+def test_heat_maps_only_for_failed_matrices(shape, drawn):
+    chk = fake_check(grad=Rule("gradient of", rtol=1e-7))
+    want = np.random.default_rng(0).standard_normal(shape)
+    wrong = -want
+    results = [Result("grad:W", False, 1.0, "wrong")]
+    assert bool(pictures(chk, {"grad:W": wrong}, {"grad:W": want}, results)) == drawn
+    passed = [Result("grad:W", True, 1.0)]
+    assert pictures(chk, {"grad:W": want}, {"grad:W": want}, passed) == []
+
+
+def test_a_judged_training_cell_embeds_its_curve():
+    chk = grading.get_check("mlp_training")
+    reference = grading.load_reference(chk)
+    payload = {
+        "check": "mlp_training",
+        "outputs": {k: grading.encode(v) for k, v in reference.items()},
+    }
+    cell = {
+        "cell_type": "code",
+        "execution_count": 3,
+        "metadata": {
+            "nbgrader": {"grade": True, "solution": False, "grade_id": "mlp_training", "points": 2}
+        },
+        "outputs": [
+            {
+                "output_type": "display_data",
+                "metadata": {},
+                "data": {grading.PROBE_MIME: payload, "text/plain": "..."},
+            }
+        ],
+    }
+    cell = nbformat.from_dict(cell)
+    judge_cell(cell)
+    kinds = [o["output_type"] for o in cell["outputs"]]
+    assert kinds == ["stream", "display_data", "execute_result"]
+    assert "image/png" in cell["outputs"][1]["data"]
+    assert cell["outputs"][2]["data"]["text/plain"] == "2.0"
