@@ -33,7 +33,7 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 lab: workspace
 	JUPYTER_CONFIG_DIR=$(STUDENT_CONFIG) $(BIN)/jupyter lab --port=$(PORT) $(ALLOW_ROOT) \
-		--ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/work/START.md
+		--ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/work/START.ipynb
 
 lab-instructor: setup
 	$(BIN)/jupyter lab --port=$(PORT) $(ALLOW_ROOT) --ServerApp.root_dir=$(CURDIR)

@@ -22,6 +22,7 @@ import nbformat
 from course import autograde
 from course.classroom import ScratchCourse
 from course.paths import course_root
+from course.workspace import write_start_page
 
 STUDENT = "me"
 
@@ -117,6 +118,8 @@ def check(notebook: Path, sandboxed: bool = True) -> int:
         "exercises": [asdict(e) for e in results],
     }
     notebook.with_suffix(".check.json").write_text(json.dumps(record, indent=1) + "\n")
+    if notebook.parent.parent == root / "work":
+        write_start_page(root)  # the start page shows the learner's progress
     print(
         f"feedback: {notebook.with_suffix('.feedback.html')} ({time.perf_counter() - start:.0f} s)"
     )
