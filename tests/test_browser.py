@@ -1,0 +1,184 @@
+"""The course in a real browser: Debian's chromium, driven by Playwright, against the
+JupyterLab server of `make lab` on loopback. Screenshots go to artefacts/browser/.
+
+Skipped where chromium or Playwright is missing; CI installs both (.ci/run).
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from course import workspace
+from course.classroom import ScratchCourse, fill, solution_sources
+from course.paths import course_root, tool_env
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+playwright = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.xdist_group("browser"),
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed"),
+]
+
+TOKEN = "everything-leaks-test"
+ARTEFACTS = course_root() / "artefacts" / "browser"
+# Keep chromium off the network: every name resolves nowhere but the loopback server.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Lab:
+    """A JupyterLab server started as `make lab` (student) or `make lab-instructor` does."""
+
+    def __init__(self, root: Path, student: bool, log: Path):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        env = tool_env(COURSE_ROOT=str(root))
+        if student:
+            config = root / "jupyter-student"
+            shutil.copytree(course_root() / "course" / "jupyter" / "student", config)
+            env["JUPYTER_CONFIG_DIR"] = str(config)
+        else:
+            env["JUPYTER_CONFIG_DIR"] = str(root / "jupyter-instructor")
+        cmd = [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            f"--port={self.port}",
+            "--ServerApp.ip=127.0.0.1",
+            f"--IdentityProvider.token={TOKEN}",
+            f"--ServerApp.root_dir={root}",
+        ]
+        if os.geteuid() == 0:
+            cmd.append("--allow-root")
+        self.log = log.open("w")
+        self.proc = subprocess.Popen(
+            cmd, cwd=root, env=env, stdout=self.log, stderr=subprocess.STDOUT
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(self.url("/api/status"), timeout=2)
+                return
+            except OSError:
+                time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"JupyterLab did not start; see {log}")
+
+    def url(self, path: str) -> str:
+        return f"{self.base}{path}{'&' if '?' in path else '?'}token={TOKEN}"
+
+    def status(self, path: str) -> int:
+        try:
+            return urllib.request.urlopen(self.url(path), timeout=10).status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def course_dir(tmp_path_factory):
+    course = ScratchCourse(tmp_path_factory.mktemp("lab") / "course")
+    workspace.prepare(course.root)
+    # The learner has answered everything: Validate should then succeed.
+    mine = course.root / "work" / "01_backprop" / "backprop.ipynb"
+    solutions = solution_sources(course.source_notebook("01_backprop", "backprop"))
+    nbformat.write(fill(nbformat.read(mine, as_version=4), solutions), mine)
+    return course.root
+
+
+def wait_for_idle_kernel(page):
+    page.get_by_text("Python 3 (ipykernel) | Idle").first.wait_for(timeout=60_000)
+
+
+def test_student_lab(browser, course_dir):
+    lab = Lab(course_dir, student=True, log=ARTEFACTS / "student-lab.log")
+    try:
+        # The instructor's tools are off: no formgrader page, no menu entry.
+        assert lab.status("/formgrader") == 404
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(lab.url("/lab/tree/work/START.ipynb"))
+        rendered = page.locator(".jp-RenderedMarkdown")
+        rendered.get_by_text("Everything Leaks: start here").first.wait_for(timeout=60_000)
+        rendered.get_by_text("numerics and bookkeeping decide").first.wait_for()
+        page.screenshot(path=ARTEFACTS / "1-start-page.png")
+        assert page.locator(".lm-MenuBar-itemLabel", has_text="Formgrader").count() == 0
+
+        page.goto(lab.url("/lab/tree/work/01_backprop/backprop.ipynb"))
+        wait_for_idle_kernel(page)
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+        page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+        slider = page.locator(".widget-slider .noUi-handle").first
+        slider.wait_for(timeout=120_000)
+        output = page.locator(".widget-output").first
+        output.get_by_text("relative error").wait_for(timeout=60_000)
+        before = output.inner_text()
+        slider.scroll_into_view_if_needed()
+        page.screenshot(path=ARTEFACTS / "2-widget-before.png")
+        slider.focus()
+        for _ in range(4):
+            slider.press("ArrowLeft")  # h from 1e-5 towards 1e-7
+        page.wait_for_function(
+            "([el, old]) => el.innerText !== old && el.innerText.includes('relative error')",
+            arg=[output.element_handle(), before],
+            timeout=30_000,
+        )
+        assert output.inner_text() != before
+        page.screenshot(path=ARTEFACTS / "3-widget-after.png")
+        wait_for_idle_kernel(page)
+
+        page.locator(".validate-button").first.click()
+        header = page.locator(".jp-Dialog-header", has_text="Validation Results")
+        header.wait_for(timeout=180_000)
+        page.screenshot(path=ARTEFACTS / "4-validate.png")
+        assert page.locator(".validation-success").count() == 1
+        page.close()
+    finally:
+        lab.stop()
+
+
+def test_instructor_lab_opens_the_formgrader(browser, course_dir):
+    lab = Lab(course_dir, student=False, log=ARTEFACTS / "instructor-lab.log")
+    try:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(lab.url("/formgrader"))
+        page.get_by_text("Manage Assignments").first.wait_for(timeout=60_000)
+        page.screenshot(path=ARTEFACTS / "5-formgrader.png")
+        page.close()
+    finally:
+        lab.stop()
