@@ -10,6 +10,7 @@ cells timed out. Submissions are only read, never changed.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -115,6 +116,43 @@ def run_nbgrader(root: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+def autograde_with_progress(root: Path, assignment: str, sandboxed: bool, total: int):
+    """`nbgrader autograde`, with a text progress bar on stderr fed by nbgrader's log."""
+    from tqdm import tqdm
+
+    cmd = [
+        sys.executable,
+        "-m",
+        "nbgrader",
+        "autograde",
+        assignment,
+        "--force",
+        f"--GuardedExecute.sandbox={sandboxed}",
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=root, env=tool_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    done, lines = set(), []
+    with tqdm(
+        total=total,
+        desc=f"grading {assignment}",
+        unit="submission",
+        disable=total < 2 or not sys.stderr.isatty(),
+    ) as bar:
+        for line in proc.stderr:
+            lines.append(line)
+            if "Writing" in line and (found := WRITTEN.search(line)) and found[1] not in done:
+                done.add(found[1])
+                bar.update(1)
+        bar.update(total - bar.n)
+    stdout = proc.stdout.read()
+    proc.wait()
+    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, "".join(lines))
+
+
+WRITTEN = re.compile(r"autograded/([^/]+)/")
+
+
 def grade(root: Path, assignment: str, log=print, sandboxed: bool = True) -> list[Status]:
     """Autograde every submission of `assignment` in course directory `root`.
 
@@ -141,9 +179,7 @@ def grade(root: Path, assignment: str, log=print, sandboxed: bool = True) -> lis
     statuses = {
         p.parent.name: Status(p.parent.name, problems=preflight(p, expected)) for p in submitted
     }
-    proc = run_nbgrader(
-        root, "autograde", assignment, "--force", f"--GuardedExecute.sandbox={sandboxed}"
-    )
+    proc = autograde_with_progress(root, assignment, sandboxed, total=len(statuses))
     log_path = root / ".nbgrader" / "logs" / f"autograde-{assignment}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.write_text(proc.stdout + proc.stderr)

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import nbformat
+from tqdm import tqdm
 
 from course import autograde
 from course.classroom import ScratchCourse
@@ -98,18 +100,30 @@ def check(notebook: Path, sandboxed: bool = True) -> int:
         raise FileNotFoundError(f"no notebook at {notebook}")
     assignment, name = locate(notebook, root)
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="course-check-") as scratch:
+    stages = tqdm(
+        total=3,
+        desc=f"checking {notebook.name}",
+        disable=not sys.stderr.isatty(),
+        bar_format="{desc}: {n}/{total} {postfix} [{elapsed}]",
+    )
+    with tempfile.TemporaryDirectory(prefix="course-check-") as scratch, stages:
+        stages.set_postfix_str("copying the course")
         course = ScratchCourse(Path(scratch))
         course.submit(STUDENT, assignment, {f"{name}.ipynb": notebook.read_bytes()})
+        stages.update(1)
+        stages.set_postfix_str("grading (nbgrader autograde, sandboxed)")
         [status] = autograde.grade(course.root, assignment, log=lambda _: None, sandboxed=sandboxed)
+        stages.update(1)
         if not status.graded:
             print(f"{notebook.name} could not be graded: {'; '.join(status.problems)}")
             return 1
         graded = course.root / "autograded" / STUDENT / assignment / f"{name}.ipynb"
         results = exercises(graded)
+        stages.set_postfix_str("feedback")
         course.nbgrader("generate_feedback", assignment, "--force")
         feedback = course.root / "feedback" / STUDENT / assignment / f"{name}.html"
         shutil.copyfile(feedback, notebook.with_suffix(".feedback.html"))
+        stages.update(1)
     print_table(name, results, status.problems)
     record = {
         "assignment": assignment,

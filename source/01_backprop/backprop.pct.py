@@ -710,7 +710,9 @@ check("mlp_training", globals())
 
 # %%
 forgetful = MLP(Value, (2, 8, 1), seed=0)  # the same start as `model` above
-forgetful_losses, _ = train(forgetful, X, y, steps=80, learning_rate=2.0, zero_grad=False)
+forgetful_losses, _ = train(
+    forgetful, X, y, steps=80, learning_rate=2.0, zero_grad=False, progress=tqdm
+)
 fig, ax = plt.subplots(figsize=(6, 3.5))
 ax.plot(losses, label="grads reset each step")
 ax.plot(forgetful_losses, label="grads never reset")
