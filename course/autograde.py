@@ -19,6 +19,7 @@ from pathlib import Path
 import nbformat
 from nbformat.reader import NotJSONError
 
+from course.build import nbgrader
 from course.paths import gradebook_url, tool_env
 
 
@@ -106,16 +107,6 @@ def assignment_in_gradebook(root: Path, assignment: str) -> bool:
             return False
 
 
-def run_nbgrader(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "nbgrader", *args],
-        cwd=root,
-        env=tool_env(),
-        capture_output=True,
-        text=True,
-    )
-
-
 def autograde_with_progress(root: Path, assignment: str, sandboxed: bool, total: int):
     """`nbgrader autograde`, with a text progress bar on stderr fed by nbgrader's log."""
     from tqdm import tqdm
@@ -173,7 +164,7 @@ def grade(root: Path, assignment: str, log=print, sandboxed: bool = True) -> lis
         raise FileNotFoundError(f"no notebooks in release/{assignment}: run `make release`")
     if not assignment_in_gradebook(root, assignment):
         log(f"adding {assignment} and its grade cells to the gradebook")
-        proc = run_nbgrader(root, "generate_assignment", assignment, "--force")
+        proc = nbgrader(root, "generate_assignment", assignment, "--force", check=False)
         if proc.returncode != 0:
             raise RuntimeError(f"nbgrader generate_assignment failed:\n{proc.stderr[-2000:]}")
     statuses = {

@@ -109,16 +109,23 @@ def build_sources(root: Path) -> list[Path]:
     return written
 
 
-def nbgrader(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    """Run an nbgrader command in course directory `root`, output captured."""
-    return subprocess.run(
+def nbgrader(
+    root: Path, *args: str, check: bool = True, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    """Run an nbgrader command in course directory `root`, output captured.
+
+    check: raise RuntimeError, with nbgrader's output, if the command fails.
+    """
+    proc = subprocess.run(
         [sys.executable, "-m", "nbgrader", *args],
         cwd=root,
-        env=tool_env(),
+        env=env or tool_env(),
         capture_output=True,
         text=True,
-        check=check,
     )
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc
 
 
 def build_release(root: Path) -> None:

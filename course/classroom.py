@@ -11,12 +11,12 @@ import copy
 import re
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
+from course.build import nbgrader
 from course.paths import course_root, gradebook_url, tool_env
 
 COURSE_FILES = ["nbgrader_config.py", "source", "release", "references"]
@@ -98,16 +98,7 @@ class ScratchCourse:
         return tool_env(COURSE_ROOT=str(self.root))  # kernels read references/ of this copy
 
     def nbgrader(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        proc = subprocess.run(
-            [sys.executable, "-m", "nbgrader", *args],
-            cwd=self.root,
-            env=self.env,
-            capture_output=True,
-            text=True,
-        )
-        if check and proc.returncode != 0:
-            raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
-        return proc
+        return nbgrader(self.root, *args, check=check, env=self.env)
 
     def register(self, assignment: str) -> None:
         """Add the assignment and its grade cells to the gradebook (regenerates release/)."""

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
 
 from course.classroom import ScratchCourse, fill, mutate, solution_sources
+from course.paths import tool_env
 
 
 class Batch:
@@ -45,6 +48,18 @@ class Batch:
             return self.course.autograde(self.assignment)
         finally:
             os.environ.pop("COURSE_CELL_TIMEOUT", None)
+
+    def course_grade(self, *flags: str, cell_timeout: int | None = None, env: dict | None = None):
+        """Run `course grade` on this batch as an instructor would; the finished process."""
+        extra = {"COURSE_CELL_TIMEOUT": str(cell_timeout)} if cell_timeout else {}
+        env = env or tool_env(COURSE_ROOT=str(self.course.root), **extra)
+        return subprocess.run(
+            [sys.executable, "-m", "course.cli", "grade", self.assignment, *flags],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
 
     def scores(self) -> dict[str, dict[str, float]]:
         """{student: {grade id: score}}."""

@@ -8,14 +8,11 @@ grades must come out exactly right, and the gradebook intact.
 import json
 import socket
 import sqlite3
-import subprocess
-import sys
 import threading
 
 import nbformat
 import pytest
 
-from course.paths import tool_env
 from tests.harness import Batch, read_nb, tree_digest
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("adversarial")]
@@ -184,14 +181,7 @@ def attacked(tmp_path_factory):
     )
     batch.submit("honest_bug", batch.answered({"value_core": honest_bug}, trim=True))
     before = tree_digest(batch.course.root / "submitted")
-    env = tool_env(COURSE_ROOT=str(batch.course.root), COURSE_CELL_TIMEOUT=str(CELL_TIMEOUT))
-    proc = subprocess.run(
-        [sys.executable, "-m", "course.cli", "grade", ASSIGNMENT],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
+    proc = batch.course_grade(cell_timeout=CELL_TIMEOUT)
     listener.close()
     after = tree_digest(batch.course.root / "submitted")
     return batch, proc, listener, before, after

@@ -1,12 +1,8 @@
 """The real nbgrader pipeline: full marks for the solutions, zero for the blank release,
 and every kind of bad submission graded or flagged, without touching anyone else's."""
 
-import subprocess
-import sys
-
 import pytest
 
-from course.paths import tool_env
 from tests.harness import Batch, read_nb, tree_digest
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("autograde")]
@@ -57,13 +53,7 @@ def graded(tmp_path_factory):
     for student, content in submissions.items():
         batch.submit(student, content)
     before = tree_digest(batch.course.root / "submitted")
-    env = tool_env(COURSE_ROOT=str(batch.course.root), COURSE_CELL_TIMEOUT=str(CELL_TIMEOUT))
-    proc = subprocess.run(
-        [sys.executable, "-m", "course.cli", "grade", ASSIGNMENT],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    proc = batch.course_grade(cell_timeout=CELL_TIMEOUT)
     after = tree_digest(batch.course.root / "submitted")
     return batch, proc, before, after
 

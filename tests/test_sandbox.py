@@ -1,7 +1,6 @@
 """The sandbox's command line, and what happens where no sandbox can start."""
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -48,12 +47,7 @@ def test_no_sandbox_means_nothing_graded_and_a_clear_message(tmp_path):
     batch.submit("someone", batch.answered(trim=True))
     env = tool_env(COURSE_ROOT=str(batch.course.root))
     env["PATH"] = str(Path(sys.executable).parent)  # no bwrap on this PATH
-    proc = subprocess.run(
-        [sys.executable, "-m", "course.cli", "grade", "01_backprop"],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    proc = batch.course_grade(env=env)
     assert proc.returncode == 2
     assert "nothing graded" in proc.stderr and "bubblewrap" in proc.stderr
     assert "--unsandboxed" in proc.stderr
@@ -65,13 +59,7 @@ def test_no_sandbox_means_nothing_graded_and_a_clear_message(tmp_path):
 def test_unsandboxed_on_purpose_still_grades(tmp_path):
     batch = Batch(tmp_path, "01_backprop", "backprop")
     batch.submit("someone", batch.answered(trim=True))
-    env = tool_env(COURSE_ROOT=str(batch.course.root))
-    proc = subprocess.run(
-        [sys.executable, "-m", "course.cli", "grade", "01_backprop", "--unsandboxed"],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+    proc = batch.course_grade("--unsandboxed")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "WITHOUT the sandbox" in proc.stdout
     assert batch.scores()["someone"] == batch.max_scores()
