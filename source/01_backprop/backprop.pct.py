@@ -18,8 +18,9 @@
 # | 4 · A tiny MLP on your engine | nothing new: your `Value` is graded by its loss curve | 2 |
 #
 # Fill in every cell that says `YOUR CODE HERE`, run the "check it" cell after it, and press
-# **Validate** before you submit. The cells titled "Hidden check" are graded with inputs you
-# do not see; they print what failed and the likely mistake, never the expected values.
+# **Validate** before you submit. The cells titled "Hidden check" are graded later, on
+# inputs you do not see; your feedback (or `course check`, if you learn on your own) says
+# what failed and the likely mistake, never the expected values.
 
 # %%
 import math
