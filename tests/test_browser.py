@@ -162,7 +162,8 @@ def test_student_lab(browser, course_dir):
         page.screenshot(path=ARTEFACTS / "3-widget-after.png")
         wait_for_idle_kernel(page)
 
-        page.locator(".validate-button").first.click()
+        # The start page's notebook panel, still open in a hidden tab, has its own button.
+        page.locator(".validate-button:visible").first.click()
         header = page.locator(".jp-Dialog-header", has_text="Validation Results")
         header.wait_for(timeout=180_000)
         page.screenshot(path=ARTEFACTS / "4-validate.png")
