@@ -21,7 +21,7 @@ sandbox:
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "python3 >= 3.11 is needed")'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev,cluster]'
 	touch $(STAMP)
 
 # A learner's working copy of each released assignment lives in work/ (never overwritten).

@@ -9,6 +9,7 @@ cells timed out. Submissions are only read, never changed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import subprocess
@@ -29,6 +30,7 @@ class Status:
     score: float | None = None  # None: not graded
     max_score: float = 0.0
     problems: list[str] = field(default_factory=list)
+    kept: bool = False  # unchanged since it was last graded, so not regraded
 
     @property
     def graded(self) -> bool:
@@ -107,19 +109,11 @@ def assignment_in_gradebook(root: Path, assignment: str) -> bool:
             return False
 
 
-def autograde_with_progress(root: Path, assignment: str, sandboxed: bool, total: int):
+def autograde_with_progress(root: Path, assignment: str, total: int, *flags: str):
     """`nbgrader autograde`, with a text progress bar on stderr fed by nbgrader's log."""
     from tqdm import tqdm
 
-    cmd = [
-        sys.executable,
-        "-m",
-        "nbgrader",
-        "autograde",
-        assignment,
-        "--force",
-        f"--GuardedExecute.sandbox={sandboxed}",
-    ]
+    cmd = [sys.executable, "-m", "nbgrader", "autograde", assignment, "--force", *flags]
     proc = subprocess.Popen(
         cmd, cwd=root, env=tool_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -144,17 +138,41 @@ def autograde_with_progress(root: Path, assignment: str, sandboxed: bool, total:
 WRITTEN = re.compile(r"autograded/([^/]+)/")
 
 
-def grade(root: Path, assignment: str, log=print, sandboxed: bool = True) -> list[Status]:
-    """Autograde every submission of `assignment` in course directory `root`.
+def submission_digest(folder: Path) -> str:
+    """A fingerprint of a submission's files: a re-run regrades only what changed."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
+def digests_path(root: Path, assignment: str) -> Path:
+    return root / ".nbgrader" / "graded" / f"{assignment}.json"
+
+
+def grade(
+    root: Path,
+    assignment: str,
+    log=print,
+    sandboxed: bool = True,
+    workers: int = 1,
+    scheduler: str | None = None,
+    force: bool = True,
+) -> list[Status]:
+    """Autograde the submissions of `assignment` in course directory `root`.
 
     sandboxed: False grades with kernels outside the sandbox, on purpose only.
+    workers, scheduler: execute on this many local workers, or on a Dask cluster
+    (course.parallel); the gradebook is written by one process either way.
+    force: False regrades only submissions that are new or changed since they were graded.
     Raises SandboxUnavailable, before grading anything, where no sandbox can start.
     """
-    from course import sandbox
+    from course import parallel, sandbox
 
-    if sandboxed:
-        sandbox.check_available()
-    else:
+    if sandboxed and not scheduler:
+        sandbox.check_available()  # a cluster's workers check their own
+    if not sandboxed:
         log("warning: grading WITHOUT the sandbox: student code runs with your rights")
     submitted = sorted(p for p in (root / "submitted").glob(f"*/{assignment}") if p.is_dir())
     if not submitted:
@@ -164,35 +182,63 @@ def grade(root: Path, assignment: str, log=print, sandboxed: bool = True) -> lis
         raise FileNotFoundError(f"no notebooks in release/{assignment}: run `make release`")
     if not assignment_in_gradebook(root, assignment):
         log(f"adding {assignment} and its grade cells to the gradebook")
-        proc = nbgrader(root, "generate_assignment", assignment, "--force", check=False)
-        if proc.returncode != 0:
-            raise RuntimeError(f"nbgrader generate_assignment failed:\n{proc.stderr[-2000:]}")
+        nbgrader(root, "generate_assignment", assignment, "--force")
     statuses = {
         p.parent.name: Status(p.parent.name, problems=preflight(p, expected)) for p in submitted
     }
-    proc = autograde_with_progress(root, assignment, sandboxed, total=len(statuses))
-    log_path = root / ".nbgrader" / "logs" / f"autograde-{assignment}.log"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    log_path.write_text(proc.stdout + proc.stderr)
-    if "Exception while loading config file" in proc.stderr:
-        # nbgrader then grades with its defaults: no sandbox, no verdicts. Never report that.
-        raise RuntimeError(
-            f"nbgrader_config.py failed to load; nothing was graded correctly. See {log_path}"
-        )
+    known = (
+        json.loads(digests_path(root, assignment).read_text())
+        if digests_path(root, assignment).exists()
+        else {}
+    )
+    digests = {p.parent.name: submission_digest(p) for p in submitted}
+    unchanged = {
+        s
+        for s, d in digests.items()
+        if not force and known.get(s) == d and (root / "autograded" / s / assignment).is_dir()
+    }
+    todo = [s for s, st in statuses.items() if not st.problems and s not in unchanged]
+
+    flags = [f"--GuardedExecute.sandbox={sandboxed}"]
+    if todo and (workers > 1 or scheduler):
+        cache, failed = parallel.execute_all(root, assignment, todo, workers, scheduler, sandboxed)
+        for student, reason in failed.items():
+            statuses[student].problems.append(f"not graded: {reason}")
+        todo = [s for s in todo if s not in failed]
+        flags = [f"--GuardedExecute.replay_from={cache}"]
+    if todo:
+        skip = sorted(set(statuses) - set(todo))
+        if skip:
+            flags.append(f"--CourseDirectory.student_id_exclude={','.join(skip)}")
+        proc = autograde_with_progress(root, assignment, len(todo), *flags)
+        log_path = root / ".nbgrader" / "logs" / f"autograde-{assignment}.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_path.write_text(proc.stdout + proc.stderr)
+        if "Exception while loading config file" in proc.stderr:
+            # nbgrader then grades with its defaults: no sandbox, no verdicts. Never report it.
+            raise RuntimeError(
+                f"nbgrader_config.py failed to load; nothing was graded correctly. See {log_path}"
+            )
     graded = scores(root, assignment)
     for student, status in statuses.items():
         out_dir = root / "autograded" / student / assignment
         if status.problems:
-            continue  # nbgrader could not grade it: the preflight says why
+            continue  # not graded: the preflight or the worker says why
         if not out_dir.is_dir():
             status.problems.append(
-                "the kernel died while grading (a crash, os._exit or out of "
-                "memory); nbgrader removed its autograded copy"
+                "the kernel died while grading (a crash, os._exit or out "
+                "of memory); nbgrader removed its autograded copy"
             )
             continue
         for name in expected:
             status.problems += [f"{name}: {what}" for what in interruptions(out_dir / name)]
+        if student in unchanged:
+            status.kept = True
+        else:
+            known[student] = digests[student]
         status.score, status.max_score = graded.get(student, (0.0, 0.0))
+    digests_path(root, assignment).parent.mkdir(parents=True, exist_ok=True)
+    digests_path(root, assignment).write_text(json.dumps(known, indent=1, sort_keys=True))
     return [statuses[s] for s in sorted(statuses)]
 
 
@@ -201,6 +247,7 @@ def print_table(statuses: list[Status], out=sys.stdout) -> None:
     print(f"{'student':<{width}}  {'score':>13}  notes", file=out)
     for s in statuses:
         score = f"{s.score:g} / {s.max_score:g}" if s.graded else "NOT GRADED"
-        print(f"{s.student:<{width}}  {score:>13}  {'; '.join(s.problems)}", file=out)
+        notes = s.problems + (["unchanged since it was graded: kept"] if s.kept else [])
+        print(f"{s.student:<{width}}  {score:>13}  {'; '.join(notes)}", file=out)
     bad = [s for s in statuses if not s.graded]
     print(f"{len(statuses) - len(bad)} graded, {len(bad)} not graded", file=out)

@@ -44,7 +44,14 @@ def _grade(args) -> int:
     from course.sandbox import SandboxUnavailable
 
     try:
-        statuses = autograde.grade(course_root(), args.assignment, sandboxed=not args.unsandboxed)
+        statuses = autograde.grade(
+            course_root(),
+            args.assignment,
+            sandboxed=not args.unsandboxed,
+            workers=args.workers,
+            scheduler=args.scheduler,
+            force=args.force,
+        )
     except SandboxUnavailable as exc:
         print(f"course grade: nothing graded: {exc}", file=sys.stderr)
         return 2
@@ -84,6 +91,20 @@ def main(argv: list[str] | None = None) -> int:
         "grade", help="autograde every submission; report what needs attention"
     )
     grade.add_argument("assignment", help="e.g. 01_backprop")
+    grade.add_argument(
+        "--workers",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="execute this many submissions at once (default: one per core)",
+    )
+    grade.add_argument(
+        "--scheduler", metavar="ADDRESS", help="execute on a Dask cluster, e.g. tcp://10.0.0.5:8786"
+    )
+    grade.add_argument(
+        "--force",
+        action="store_true",
+        help="regrade every submission, not only the new or changed ones",
+    )
     grade.add_argument(
         "--unsandboxed",
         action="store_true",

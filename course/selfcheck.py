@@ -112,7 +112,9 @@ def check(notebook: Path, sandboxed: bool = True) -> int:
         course.submit(STUDENT, assignment, {f"{name}.ipynb": notebook.read_bytes()})
         stages.update(1)
         stages.set_postfix_str("grading (nbgrader autograde, sandboxed)")
-        [status] = autograde.grade(course.root, assignment, log=lambda _: None, sandboxed=sandboxed)
+        [status] = autograde.grade(
+            course.root, assignment, log=lambda _: None, sandboxed=sandboxed, workers=1
+        )
         stages.update(1)
         if not status.graded:
             print(f"{notebook.name} could not be graded: {'; '.join(status.problems)}")

@@ -1,0 +1,205 @@
+"""Grading a class in parallel: identical to nbgrader's sequential run, one gradebook writer,
+re-runs that grade only what changed, a real Dask cluster on loopback, and faults."""
+
+import glob
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import tempfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tests.harness import Batch, tree_digest
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("parallel")]
+
+ASSIGNMENT, NOTEBOOK = "01_backprop", "backprop"
+
+
+def submit_class(batch):
+    """Five students: right, blank, two classic bugs, and one cut off by a crash."""
+    solutions = batch.solutions
+    overwrite = solutions["value_core"].replace(
+        "self.grad += out.grad\n            other.grad += out.grad",
+        "self.grad = out.grad\n            other.grad = out.grad",
+    )
+    forward = solutions["eval_numerical_gradient_solution"].replace(
+        "(f_plus - f_minus) / (2 * h)", "(f_plus - f_minus) / h"
+    )
+    batch.submit("ada", batch.answered(trim=True))
+    batch.submit("blaise", batch.release)
+    batch.submit("carl", batch.answered({"value_core": overwrite}, trim=True))
+    batch.submit("dora", batch.answered({"eval_numerical_gradient_solution": forward}, trim=True))
+    batch.submit("emmy", batch.answered({"value_more_ops": "import os\nos._exit(1)"}, trim=True))
+
+
+WIDGET = "application/vnd.jupyter.widget-view+json"  # a random model id in every run
+
+
+def comparable(path):
+    """A graded notebook's cells as (source, outputs), without volatile parts."""
+
+    def steady(output):
+        output = {k: v for k, v in output.items() if k != "metadata"}
+        if "data" in output:
+            output["data"] = {k: v for k, v in output["data"].items() if k != WIDGET}
+        return output
+
+    nb = nbformat.read(path, as_version=4)
+    return [(c.source, [steady(o) for o in c.get("outputs", [])]) for c in nb.cells]
+
+
+@pytest.fixture(scope="module")
+def twins(tmp_path_factory):
+    """The same class graded twice: plain sequential nbgrader, and `course grade --workers 2`."""
+    sequential = Batch(tmp_path_factory.mktemp("sequential"), ASSIGNMENT, NOTEBOOK)
+    parallel = Batch(tmp_path_factory.mktemp("parallel"), ASSIGNMENT, NOTEBOOK)
+    for batch in (sequential, parallel):
+        submit_class(batch)
+    sequential.course.nbgrader("autograde", ASSIGNMENT, "--force")
+    proc = parallel.course_grade("--workers", "2")
+    return sequential, parallel, proc
+
+
+def test_parallel_scores_equal_sequential_nbgrader(twins):
+    sequential, parallel, proc = twins
+    assert parallel.scores() == sequential.scores()
+    assert parallel.scores()["ada"] == parallel.max_scores()
+    assert sum(parallel.scores()["blaise"].values()) == 0
+
+
+def test_parallel_autograded_notebooks_equal_sequential(twins):
+    sequential, parallel, _ = twins
+    for student in ("ada", "blaise", "carl", "dora", "emmy"):
+        rel = f"autograded/{student}/{ASSIGNMENT}/{NOTEBOOK}.ipynb"
+        assert comparable(parallel.course.root / rel) == comparable(sequential.course.root / rel)
+
+
+def test_the_table_reports_the_cut_off_and_exits_one(twins):
+    _, _, proc = twins
+    assert proc.returncode == 1
+    assert "cut off in value_more_ops" in next(
+        line for line in proc.stdout.splitlines() if line.startswith("emmy ")
+    )
+
+
+def test_a_rerun_grades_only_new_or_changed_submissions(twins):
+    _, parallel, _ = twins
+    before = parallel.scores()
+    graded = parallel.course.root / "autograded"
+    stamp = {s: (graded / s / ASSIGNMENT / f"{NOTEBOOK}.ipynb").stat().st_mtime_ns for s in before}
+    fixed = parallel.answered(trim=True)  # carl fixes his bug
+    parallel.submit("carl", fixed)
+    proc = parallel.course_grade("--workers", "2")
+    lines = {line.split()[0]: line for line in proc.stdout.splitlines()[1:-1]}
+    assert "kept" in lines["ada"] and "kept" not in lines["carl"]
+    after = parallel.scores()
+    assert after["carl"] == parallel.max_scores()
+    for student in ("ada", "blaise", "dora"):
+        assert after[student] == before[student]
+        mtime = (graded / student / ASSIGNMENT / f"{NOTEBOOK}.ipynb").stat().st_mtime_ns
+        assert mtime == stamp[student], f"{student} was regraded"
+
+
+@pytest.fixture(scope="module")
+def dask_cluster():
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    )
+    yield cluster
+    cluster.close()
+
+
+def test_a_dask_cluster_grades_the_same(twins, dask_cluster, tmp_path):
+    sequential, _, _ = twins
+    batch = Batch(tmp_path, ASSIGNMENT, NOTEBOOK)
+    submit_class(batch)
+    proc = batch.course_grade("--scheduler", dask_cluster.scheduler_address)
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # emmy is cut off
+    assert batch.scores() == sequential.scores()
+
+
+def test_a_lost_scheduler_grades_nothing_and_says_so(tmp_path):
+    pytest.importorskip("distributed")
+    batch = Batch(tmp_path, ASSIGNMENT, NOTEBOOK)
+    submit_class(batch)
+    before = tree_digest(batch.course.root / "submitted")
+    proc = batch.course_grade("--scheduler", "tcp://127.0.0.1:9")  # nothing listens there
+    assert proc.returncode == 1
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(("ada ", "carl "))]
+    assert lines and all("NOT GRADED" in line and "cluster failed" in line for line in lines)
+    assert batch.scores() == {}  # nothing half-written
+    assert tree_digest(batch.course.root / "submitted") == before
+
+
+def test_only_the_parent_writes_the_gradebook(twins):
+    _, parallel, _ = twins
+    # Workers grade in scratch folders of their own; the course's gradebook holds exactly
+    # one submission per student, written by the parent's single nbgrader process.
+    db = sqlite3.connect(parallel.course.root / "gradebook.db")
+    rows = db.execute("select count(*) from submitted_assignment").fetchone()[0]
+    assert rows == 5
+    cache = parallel.course.root / ".nbgrader" / "executed" / ASSIGNMENT
+    assert sorted(p.name for p in cache.iterdir()) == ["ada", "blaise", "carl", "dora", "emmy"]
+    digests = json.loads(
+        (parallel.course.root / ".nbgrader" / "graded" / f"{ASSIGNMENT}.json").read_text()
+    )
+    assert set(digests) == {"ada", "blaise", "carl", "dora", "emmy"}
+
+
+@pytest.fixture
+def postgres():
+    """A real PostgreSQL server on loopback, in tmp_path, for one test; its URL."""
+    bins = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
+    if not bins or os.geteuid() != 0 or not shutil.which("runuser"):
+        pytest.skip("PostgreSQL's server (Debian: postgresql) is not installed")
+    pytest.importorskip("psycopg")
+    # Outside pytest's tmp_path, whose parents only root may enter.
+    home = Path(tempfile.mkdtemp(prefix="everything-leaks-pg-"))
+    os.chmod(home, 0o755)
+    data, sockets = home / "data", home / "sockets"
+    for folder in (data, sockets):
+        folder.mkdir()
+        shutil.chown(folder, "postgres", "postgres")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    def as_postgres(*cmd):
+        return subprocess.run(
+            ["runuser", "-u", "postgres", "--", *cmd], capture_output=True, text=True
+        )
+
+    as_postgres(f"{bins[-1]}/initdb", "-D", str(data), "-A", "trust", "-U", "grader")
+    started = as_postgres(
+        f"{bins[-1]}/pg_ctl",
+        "-D",
+        str(data),
+        "-w",
+        "-l",
+        str(sockets / "server.log"),
+        "-o",
+        f"-h 127.0.0.1 -p {port} -k {sockets}",
+        "start",
+    )
+    assert started.returncode == 0, started.stderr
+    yield f"postgresql+psycopg://grader@127.0.0.1:{port}/postgres"
+    as_postgres(f"{bins[-1]}/pg_ctl", "-D", str(data), "-m", "immediate", "stop")
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def test_the_pipeline_runs_on_a_postgresql_gradebook(twins, postgres, tmp_path, monkeypatch):
+    sequential, _, _ = twins
+    monkeypatch.setenv("COURSE_DB_URL", postgres)  # read by nbgrader_config.py
+    batch = Batch(tmp_path / "course", ASSIGNMENT, NOTEBOOK)
+    submit_class(batch)
+    proc = batch.course_grade("--workers", "2")
+    assert "5 graded" in proc.stdout or "4 graded" in proc.stdout, proc.stdout + proc.stderr
+    assert batch.scores() == sequential.scores()
+    assert not (batch.course.root / "gradebook.db").exists()
