@@ -8,8 +8,10 @@ and everything else (imports, kernel start, gradebook).
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -81,6 +83,81 @@ def bench_autograde(text: Path, scratch: Path) -> dict[str, float]:
     }
 
 
+CLASS_SIZE = 40
+
+
+def class_of(course: ScratchCourse, assignment: str, notebook: str, size: int) -> None:
+    """`size` generated submissions: the solutions, trimmed to the cells that are graded
+    (imports, solutions, hidden checks), as a mutant harness or a terse student would."""
+    solution = fill(
+        course.release_notebook(assignment, notebook),
+        solution_sources(course.source_notebook(assignment, notebook)),
+        trim=True,
+    )
+    for i in range(size):
+        course.submit(f"student{i:03d}", assignment, {f"{notebook}.ipynb": solution})
+
+
+def course_grade(course: ScratchCourse, assignment: str, *flags: str) -> float:
+    cmd = [sys.executable, "-m", "course.cli", "grade", assignment, "--force", *flags]
+    return timed(lambda: subprocess.run(cmd, env=course.env, capture_output=True, check=False))
+
+
+def bench_class(text: Path, size: int = CLASS_SIZE) -> None:
+    """Throughput of grading a whole class: sequential nbgrader against `course grade`."""
+    from distributed import LocalCluster
+
+    assignment, notebook = text.parent.name, build.notebook_path(text).stem
+    workers = os.cpu_count() or 1
+    with tempfile.TemporaryDirectory() as scratch:
+        course = ScratchCourse(Path(scratch))
+        course.register(assignment)
+        class_of(course, assignment, notebook, size)
+        sample = course.root / "submitted" / "student000" / assignment / f"{notebook}.ipynb"
+        execution = execute_seconds(sample, repeat=3)
+        runs = {
+            "nbgrader autograde (sequential)": (
+                1,
+                timed(lambda: course.nbgrader("autograde", assignment, "--force")),
+            )
+        }
+        runs["course grade --workers 1"] = (1, course_grade(course, assignment, "--workers", "1"))
+        runs[f"course grade --workers {workers}"] = (
+            workers,
+            course_grade(course, assignment, "--workers", str(workers)),
+        )
+        with LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=None,
+        ) as cluster:
+            runs[f"course grade on a local Dask cluster ({workers} workers)"] = (
+                workers,
+                course_grade(
+                    course,
+                    assignment,
+                    "--workers",
+                    str(workers),
+                    "--scheduler",
+                    cluster.scheduler_address,
+                ),
+            )
+    base = runs["nbgrader autograde (sequential)"][1]
+    print(
+        f"\ngrading a class of {size} submissions of {assignment} (each executes in "
+        f"{execution:.1f} s alone; goals: 1.8x on 2 cores, under 0.5 s overhead each)"
+    )
+    print(f"  {'how':<48}{'seconds':>8}{'per minute':>12}{'speed-up':>10}{'overhead':>10}")
+    for how, (used, seconds) in runs.items():
+        overhead = seconds * used / size - execution  # core-seconds beyond the execution
+        print(
+            f"  {how:<48}{seconds:>8.1f}{60 * size / seconds:>12.1f}"
+            f"{base / seconds:>9.2f}x{overhead:>9.2f}s"
+        )
+
+
 def main() -> int:
     root = course_root()
     texts = build.text_sources(root)
@@ -107,4 +184,6 @@ def main() -> int:
     for name, t in results.items():
         ratio = t["batch"] / t["unsandboxed"]
         print(f"  {name:<16}{t['batch']:>9.2f}s{t['unsandboxed']:>12.2f}s{ratio:>8.3f}")
+    for text in texts:
+        bench_class(text)
     return 0

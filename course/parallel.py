@@ -6,16 +6,17 @@ cluster) splits the work in two:
 
 1. **Execute, in parallel.** Submissions go to workers in chunks. A chunk is
    self-contained (the course's files for the assignment plus the chunk's submissions, as
-   bytes), so a worker needs the `course` package installed (with nbgrader and
-   bubblewrap) but not the course directory. The worker runs the real `nbgrader
-   autograde` in a scratch folder, kernels sandboxed, with the verdict step turned off,
-   and returns the executed notebooks: probe results, not grades.
-2. **Record, once.** The parent runs one `nbgrader autograde` over the executed
-   submissions with `GuardedExecute.replay_from` set: every step of the usual pipeline runs
-   (overwriting test cells, the verdicts against the references, saving grades), except
-   that each cell's outputs are taken from the worker's copy instead of executing again.
-   So the scores and autograded notebooks are those of a sequential run, verdicts are
-   decided on the instructor's machine, and only this one process writes the gradebook.
+   bytes, with a gradebook that knows only the assignment), so a worker needs the
+   `course` package installed (with nbgrader and bubblewrap) but not the course
+   directory. The worker runs the real `nbgrader autograde` in a scratch folder, kernels
+   sandboxed, verdicts decided by `JudgeHiddenChecks` in the worker's own process (never
+   in a student kernel), and returns the graded notebooks.
+2. **Record, once.** The parent runs one `nbgrader autograde` over those submissions with
+   `GuardedExecute.replay_from` set: every step of the usual pipeline runs (overwriting
+   test cells, saving grades, late penalties), except that each cell's outputs are taken
+   from the worker's copy instead of executing and judging again. So the scores and
+   autograded notebooks are those of a sequential run, and only this one process writes
+   the gradebook.
 
 A chunk that fails (a worker killed, the scheduler lost) leaves its submissions reported
 as not graded, with the reason; nothing of it reaches the gradebook.
@@ -34,7 +35,7 @@ from pathlib import Path
 from course.build import nbgrader
 from course.paths import tool_env
 
-CHUNK_LIMIT = 8  # submissions per chunk at most: a lost worker loses little
+CHUNK_LIMIT = 10  # submissions per chunk at most
 PASSED_ENV = ("COURSE_CELL_TIMEOUT",)
 
 
@@ -58,10 +59,32 @@ def submission_files(root: Path, assignment: str, student: str) -> dict[str, byt
     }
 
 
-def make_payload(root: Path, assignment: str, students: list[str], sandboxed: bool) -> dict:
+def template_gradebook(files: dict[str, bytes], assignment: str) -> bytes:
+    """A gradebook that knows the assignment and its grade cells, and no student: made once
+    per run, so that workers need not run `nbgrader generate_assignment` for each chunk."""
+    with tempfile.TemporaryDirectory(prefix="course-template-") as scratch:
+        root = Path(scratch)
+        for rel, data in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_bytes(data)
+        private_db = f"sqlite:///{root / 'gradebook.db'}?timeout=30"
+        env = tool_env(COURSE_ROOT=str(root), COURSE_DB_URL=private_db)
+        nbgrader(root, "generate_assignment", assignment, "--force", env=env)
+        return (root / "gradebook.db").read_bytes()
+
+
+def make_payload(
+    root: Path,
+    assignment: str,
+    students: list[str],
+    sandboxed: bool,
+    course: dict[str, bytes],
+    gradebook: bytes,
+) -> dict:
     return {
         "assignment": assignment,
-        "course": course_files(root, assignment),
+        "course": course,
+        "gradebook": gradebook,
         "submissions": {s: submission_files(root, assignment, s) for s in students},
         "sandboxed": sandboxed,
         "env": {k: os.environ[k] for k in PASSED_ENV if k in os.environ},
@@ -87,17 +110,9 @@ def execute(payload: dict) -> dict:
         # A private gradebook: the course's own is written by the parent alone.
         private_db = f"sqlite:///{root / 'gradebook.db'}?timeout=30"
         env = tool_env(COURSE_ROOT=str(root), COURSE_DB_URL=private_db, **payload["env"])
-        nbgrader(root, "generate_assignment", assignment, "--force", env=env)
-        proc = nbgrader(
-            root,
-            "autograde",
-            assignment,
-            "--force",
-            f"--GuardedExecute.sandbox={payload['sandboxed']}",
-            "--JudgeHiddenChecks.enabled=False",
-            env=env,
-            check=False,
-        )
+        (root / "gradebook.db").write_bytes(payload["gradebook"])  # the assignment, no one else
+        sandbox = f"--GuardedExecute.sandbox={payload['sandboxed']}"
+        proc = nbgrader(root, "autograde", assignment, "--force", sandbox, env=env, check=False)
         executed, failed = {}, {}
         for student in payload["submissions"]:
             out = root / "autograded" / student / assignment
@@ -114,10 +129,12 @@ def last_error(log: str) -> str:
 
 
 def chunks(students: list[str], workers: int) -> list[list[str]]:
-    """At least one chunk per worker, each at most CHUNK_LIMIT submissions."""
+    """Chunks of at most CHUNK_LIMIT submissions, as many for each worker: balanced, and a
+    lost worker loses little. Each chunk costs one nbgrader start-up on its worker."""
     if not students:
         return []
-    count = max(workers, math.ceil(len(students) / CHUNK_LIMIT))
+    rounds = math.ceil(len(students) / (workers * CHUNK_LIMIT))
+    count = min(len(students), workers * rounds)
     return [c for c in (students[i::count] for i in range(count)) if c]
 
 
@@ -160,7 +177,9 @@ def execute_all(
     for student in students:
         shutil.rmtree(cache / student, ignore_errors=True)
     groups = chunks(students, workers)
-    payloads = [make_payload(root, assignment, g, sandboxed) for g in groups]
+    course = course_files(root, assignment)
+    gradebook = template_gradebook(course, assignment)
+    payloads = [make_payload(root, assignment, g, sandboxed, course, gradebook) for g in groups]
     runs = run_dask(payloads, scheduler) if scheduler else run_local(payloads, workers)
     failed: dict[str, str] = {}
     try:
