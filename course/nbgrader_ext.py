@@ -60,7 +60,13 @@ def judge_cell(cell) -> None:
     ok = len(payloads) == 1 and payloads[0].get("check") == grade_id
     payload = payloads[0] if ok else None
     why = "" if ok else why_no_probe(cell, payloads, grade_id)
-    points, text, pngs = grading.verdict_with_pictures(grade_id, payload, why)
+    try:
+        points, text, pngs = grading.verdict_with_pictures(grade_id, payload, why)
+    except (TypeError, ValueError, KeyError, AttributeError):
+        # Results that do not even decode were not written by the probe: zero, not a crash.
+        points, text, pngs = grading.verdict_with_pictures(
+            grade_id, None, "its results could not be read: tampered output"
+        )
     cell.outputs = [
         new_output("stream", name="stdout", text=text + "\n"),
         *[

@@ -65,3 +65,31 @@ def test_a_judged_training_cell_embeds_its_curve():
     assert kinds == ["stream", "display_data", "execute_result"]
     assert "image/png" in cell["outputs"][1]["data"]
     assert cell["outputs"][2]["data"]["text/plain"] == "2.0"
+
+
+def test_undecodable_results_score_zero_instead_of_crashing_the_grader():
+    cell = nbformat.from_dict(
+        {
+            "cell_type": "code",
+            "execution_count": 1,
+            "metadata": {
+                "nbgrader": {"grade": True, "solution": False, "grade_id": "value_ops", "points": 3}
+            },
+            "outputs": [
+                {
+                    "output_type": "display_data",
+                    "metadata": {},
+                    "data": {
+                        grading.PROBE_MIME: {
+                            "check": "value_ops",
+                            "outputs": {"data:a + b": {"array": ["x"], "shape": [9]}},
+                        },
+                        "text/plain": "...",
+                    },
+                }
+            ],
+        }
+    )
+    judge_cell(cell)
+    assert cell.outputs[-1]["data"]["text/plain"] == "0.0"
+    assert "tampered output" in cell.outputs[0]["text"]
