@@ -338,6 +338,26 @@ def _unless_moved(grad, x, original):
     )
 
 
+def _record_checker(out, name, call, x, exact, h):
+    """Record what a student's gradient checker gives on x (Broken unless x is restored
+    exactly) and, at the default step, its agreement with the exact gradient.
+
+    call(x, h): runs the student's checker; exact(x): the analytic gradient.
+    """
+    original = x.copy()
+
+    def compute():
+        grad = call(x, h)
+        return _unless_moved(grad, x, original), rel_error(grad, exact(original))
+
+    if h is None:
+        out.record([f"grad:{name}", f"analytic:{name}"], compute)
+    else:
+        # The truncation error of centred differences is h**2 * f''' / 6: with h = 1e-2 it
+        # is visible, so only the default step is held to the analytic gradient.
+        out.record(f"grad:{name}", lambda: compute()[0])
+
+
 def probe_numerical_gradient(student, rng, out):
     egrad = student.eval_numerical_gradient
     w = rng.standard_normal((4, 3))
@@ -363,18 +383,8 @@ def probe_numerical_gradient(student, rng, out):
         ),
     }
     for name, (f, analytic, x, h) in cases.items():
-        original = x.copy()
-
-        def compute(f=f, x=x, h=h, analytic=analytic, original=original):
-            grad = egrad(f, x) if h is None else egrad(f, x, h)
-            return _unless_moved(grad, x, original), rel_error(grad, analytic(original))
-
-        # The truncation error of centred differences is h**2 * f''' / 6: with h = 1e-2 it
-        # is visible, so only the default step is held to the analytic gradient.
-        keys = [f"grad:{name}", f"analytic:{name}"]
-        out.record(
-            keys if h is None else keys[:1], compute if h is None else lambda c=compute: c()[:1]
-        )
+        call = (lambda x, h, f=f: egrad(f, x)) if h is None else (lambda x, h, f=f: egrad(f, x, h))
+        _record_checker(out, name, call, x, analytic, h)
 
 
 register(
@@ -431,16 +441,11 @@ def probe_numerical_gradient_array(student, rng, out):
         ),
     }
     for name, (f, analytic, x, df, h) in cases.items():
-        original = x.copy()
-
-        def compute(f=f, x=x, df=df, h=h, analytic=analytic, original=original):
-            grad = egrad(f, x, df) if h is None else egrad(f, x, df, h)
-            return _unless_moved(grad, x, original), rel_error(grad, analytic(original, df))
-
-        keys = [f"grad:{name}", f"analytic:{name}"]
-        out.record(
-            keys if h is None else keys[:1], compute if h is None else lambda c=compute: c()[:1]
-        )
+        if h is None:
+            call = lambda x, h, f=f, df=df: egrad(f, x, df)
+        else:
+            call = lambda x, h, f=f, df=df: egrad(f, x, df, h)
+        _record_checker(out, name, call, x, lambda x, df=df, a=analytic: a(x, df), h)
 
 
 register(
