@@ -192,9 +192,3 @@ def _dump_references(refs: dict) -> str:
         ]
         lines.append(f" {json.dumps(name)}: {{\n" + ",\n".join(entries) + "\n }")
     return "{\n" + ",\n".join(lines) + "\n}\n"
-
-
-def build_all(root: Path) -> None:
-    build_sources(root)
-    build_release(root)
-    write_references(root, compute_references(root))

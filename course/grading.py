@@ -80,7 +80,6 @@ class Check:
     # probe(student, rng, outputs): call the student's code, record into `outputs`.
     probe: Callable[[Student, np.random.Generator, Outputs], None]
     rules: dict[str, Rule]
-    summary: str = ""
 
     def seed(self) -> int:
         return zlib.crc32(self.name.encode())

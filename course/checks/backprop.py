@@ -96,7 +96,6 @@ register(
         notebook=NOTEBOOK,
         points=3,
         probe=probe_value_ops,
-        summary="Value's + - * / ** and unary minus, with plain numbers on either side",
         rules={
             "data": Rule(
                 "forward value of",
@@ -144,7 +143,6 @@ register(
         notebook=NOTEBOOK,
         points=2,
         probe=probe_value_functions,
-        summary="exp, log, tanh, relu, sigmoid: forward values and local derivatives",
         rules={
             "data": Rule(
                 "forward value of",
@@ -213,7 +211,6 @@ register(
         notebook=NOTEBOOK,
         points=3,
         probe=probe_value_backward,
-        summary="backward() through composite expressions (the chain rule end to end)",
         rules={
             "data": Rule(
                 "forward value of",
@@ -299,7 +296,6 @@ register(
         notebook=NOTEBOOK,
         points=3,
         probe=probe_value_accumulation,
-        summary="gradient accumulation on reused nodes, and reverse topological order",
         rules={
             "data": Rule("forward value of", rtol=1e-10, hint=""),
             "grad": Rule(
@@ -393,7 +389,6 @@ register(
         notebook=NOTEBOOK,
         points=3,
         probe=probe_numerical_gradient,
-        summary="centred differences of a scalar function, x restored exactly",
         rules={
             "grad": Rule(
                 "numerical gradient of",
@@ -454,7 +449,6 @@ register(
         notebook=NOTEBOOK,
         points=3,
         probe=probe_numerical_gradient_array,
-        summary="centred differences of an array-valued function against an upstream gradient",
         rules={
             "grad": Rule(
                 "numerical gradient of",
@@ -501,7 +495,6 @@ register(
         notebook=NOTEBOOK,
         points=2,
         probe=probe_mlp_training,
-        summary=f"the MLP on your Value: loss curve within {LOSS_BAND:g} of the reference",
         rules={
             "loss": Rule(
                 "training loss",
