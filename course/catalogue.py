@@ -15,4 +15,14 @@ CATALOGUE = {
         builds="a scalar autograd engine and a gradient checker",
         leak="numerics and bookkeeping decide whether a gradient is right",
     ),
+    "02_linear": Assignment(
+        title="02 Linear classifiers",
+        builds="SVM and softmax losses, with loops and vectorised, trained on real digits",
+        leak="floating point: a softmax that overflows or logs a zero stops training",
+    ),
+    "03_multilayer": Assignment(
+        title="03 Multilayer networks",
+        builds="modular layers, a two-layer network and its training loop",
+        leak="the weight scale and the step size decide whether the network learns",
+    ),
 }

@@ -56,3 +56,72 @@ def error_against_step(
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
     ax.grid(alpha=0.3, which="both")
     return ax
+
+
+def image_grid(images: np.ndarray, labels=None, columns: int = 10, title: str = "", cmap="gray_r"):
+    """Small images in a grid, each titled with its label; returns the figure."""
+    rows = -(-len(images) // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(columns * 0.9, rows * 1.0 + 0.4))
+    for i, ax in enumerate(np.atleast_1d(axes).ravel()):
+        ax.axis("off")
+        if i < len(images):
+            ax.imshow(images[i], cmap=cmap)
+            if labels is not None:
+                ax.set_title(str(labels[i]), fontsize=9)
+    fig.suptitle(title)
+    return fig
+
+
+def weight_images(
+    W: np.ndarray, shape=(8, 8), title: str = "Learned weights, one template a class"
+):
+    """Each column of W (D, C) as an image (a trailing bias row is dropped): red where a
+    pixel votes for the class, blue where it votes against."""
+    pixels = int(np.prod(shape))
+    templates = W[:pixels].T.reshape(-1, *shape)
+    fig, axes = plt.subplots(1, len(templates), figsize=(len(templates) * 0.95, 1.6))
+    for k, (ax, t) in enumerate(zip(np.atleast_1d(axes), templates, strict=True)):
+        limit = np.abs(t).max() or 1.0
+        ax.imshow(t, cmap="coolwarm", vmin=-limit, vmax=limit)
+        ax.set_title(str(k), fontsize=9)
+        ax.axis("off")
+    fig.suptitle(title)
+    return fig
+
+
+def sweep_heatmap(
+    values: np.ndarray, rows, columns, row_label: str, column_label: str, title: str, ax=None
+):
+    """A grid of validation accuracies (rows x columns) with each cell's value written in."""
+    ax = ax or plt.subplots(figsize=(5, 3.6), layout="constrained")[1]
+    image = ax.imshow(values, cmap="viridis", vmin=0, vmax=1)
+    ax.set_xticks(range(len(columns)), [f"{c:g}" for c in columns])
+    ax.set_yticks(range(len(rows)), [f"{r:g}" for r in rows])
+    for (i, j), v in np.ndenumerate(values):
+        ax.text(j, i, f"{v:.2f}", ha="center", va="center", color="w" if v < 0.6 else "k")
+    ax.set(xlabel=column_label, ylabel=row_label, title=title)
+    plt.colorbar(image, ax=ax, label="validation accuracy")
+    return ax
+
+
+def decision_regions(
+    predict: Callable[[np.ndarray], np.ndarray],
+    X: np.ndarray,
+    y: np.ndarray,
+    title: str = "Decision regions",
+    ax=None,
+):
+    """Colour the plane by the class predict(points) gives (labels 0..C-1); scatter X by y."""
+    ax = ax or plt.subplots(figsize=(4.5, 4))[1]
+    pad = 0.3
+    xs = np.linspace(X[:, 0].min() - pad, X[:, 0].max() + pad, 150)
+    ys = np.linspace(X[:, 1].min() - pad, X[:, 1].max() + pad, 150)
+    gx, gy = np.meshgrid(xs, ys)
+    classes = predict(np.stack([gx.ravel(), gy.ravel()], axis=1)).reshape(gx.shape)
+    k = int(max(classes.max(), y.max())) + 1
+    ax.contourf(
+        gx, gy, classes, levels=np.arange(k + 1) - 0.5, cmap="tab10", vmin=0, vmax=9, alpha=0.3
+    )
+    ax.scatter(X[:, 0], X[:, 1], c=y, cmap="tab10", vmin=0, vmax=9, edgecolors="k", s=18)
+    ax.set(xlabel="$x_1$", ylabel="$x_2$", title=title)
+    return ax

@@ -2,38 +2,38 @@
 
 Variants are injected into copies of the release notebook (trimmed to the imports,
 solution and grade cells, since the hidden checks depend on nothing else) and graded by
-the real `nbgrader autograde`, in two shards that run in parallel under xdist.
+the real `nbgrader autograde`, a batch per shard; shards run in parallel under xdist.
+Each assignment has a module of variants, `tests/variants_<name>.py`.
 """
 
 import pytest
 
+from course.build import notebook_from_text
+from course.classroom import nbgrader_meta
+from course.paths import course_root
+from tests import variants_backprop, variants_linear
 from tests.harness import Batch
-from tests.variants_backprop import (
-    ALTERNATES,
-    ASSIGNMENT,
-    EXPECTED_SURVIVORS,
-    MUTANTS,
-    NOTEBOOK,
-)
 
-VARIANTS = [("mutant", v) for v in MUTANTS] + [("alternate", v) for v in ALTERNATES]
-SHARDS = 2
-_graded: dict[int, tuple[Batch, dict]] = {}
+MODULES = [variants_backprop, variants_linear]
+SHARDS = 2  # per assignment
+_graded: dict[tuple[str, int], tuple[Batch, dict]] = {}
+
+
+def variants(module):
+    return [("mutant", v) for v in module.MUTANTS] + [("alternate", v) for v in module.ALTERNATES]
 
 
 def student_id(index: int) -> str:
     return f"variant{index:02d}"
 
 
-def shard_of(index: int) -> int:
-    return index % SHARDS
-
-
-def graded_shard(shard: int, tmp_path_factory) -> tuple[Batch, dict]:
-    if shard not in _graded:
-        batch = Batch(tmp_path_factory.mktemp(f"mutants{shard}"), ASSIGNMENT, NOTEBOOK)
-        for index, (kind, variant) in enumerate(VARIANTS):
-            if shard_of(index) != shard:
+def graded_shard(module, shard: int, tmp_path_factory) -> tuple[Batch, dict]:
+    key = (module.ASSIGNMENT, shard)
+    if key not in _graded:
+        root = tmp_path_factory.mktemp(f"mutants-{module.ASSIGNMENT}-{shard}")
+        batch = Batch(root, module.ASSIGNMENT, module.NOTEBOOK)
+        for index, (kind, variant) in enumerate(variants(module)):
+            if index % SHARDS != shard:
                 continue
             if kind == "mutant":
                 nb = batch.mutant(variant.cell, variant.edits, variant.code)
@@ -41,27 +41,35 @@ def graded_shard(shard: int, tmp_path_factory) -> tuple[Batch, dict]:
                 nb = batch.answered(variant.answers, trim=True)
             batch.submit(student_id(index), nb)
         batch.grade()
-        _graded[shard] = (batch, batch.scores())
-    return _graded[shard]
+        _graded[key] = (batch, batch.scores())
+    return _graded[key]
 
 
 def params():
-    for index, (kind, variant) in enumerate(VARIANTS):
-        mark = pytest.mark.xdist_group(f"mutants{shard_of(index)}")
-        yield pytest.param(index, kind, variant, id=f"{kind}: {variant.name}", marks=mark)
+    for module in MODULES:
+        for index, (kind, variant) in enumerate(variants(module)):
+            group = f"mutants-{module.ASSIGNMENT}-{index % SHARDS}"
+            yield pytest.param(
+                module,
+                index,
+                kind,
+                variant,
+                id=f"{module.ASSIGNMENT} {kind}: {variant.name}",
+                marks=pytest.mark.xdist_group(group),
+            )
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("index", "kind", "variant"), list(params()))
-def test_variant(index, kind, variant, tmp_path_factory):
-    batch, scores = graded_shard(shard_of(index), tmp_path_factory)
+@pytest.mark.parametrize(("module", "index", "kind", "variant"), list(params()))
+def test_variant(module, index, kind, variant, tmp_path_factory):
+    batch, scores = graded_shard(module, index % SHARDS, tmp_path_factory)
     full = batch.max_scores()
     got = scores[student_id(index)]
     if kind == "alternate":
         assert got == full, f"a correct implementation lost points: {got}"
         return
     lost = {cell for cell in full if got[cell] < full[cell]}
-    if variant.name in EXPECTED_SURVIVORS:
+    if variant.name in module.EXPECTED_SURVIVORS:
         assert not lost, "a mutant documented as a survivor now loses points: update the list"
         return
     assert variant.loses, "a mutant must name the grade cells it should lose points in"
@@ -69,37 +77,20 @@ def test_variant(index, kind, variant, tmp_path_factory):
     assert not missing, f"survived in {sorted(missing)}; lost only in {sorted(lost)}"
 
 
-def test_every_graded_cell_has_three_mutants_and_every_solution_two_alternates():
-    cells = {
-        "value_ops",
-        "value_functions",
-        "value_backward",
-        "value_accumulation",
-        "eval_numerical_gradient",
-        "eval_numerical_gradient_array",
-    }
-    for cell in cells:
-        killers = [v for v in MUTANTS if cell in v.loses]
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.ASSIGNMENT)
+def test_every_grade_cell_and_graded_function_has_mutants_and_alternates(module):
+    """Three mutants that each grade cell must catch; three mutants and two alternates
+    for each graded function (the solution cells that define it)."""
+    text = course_root() / "source" / module.ASSIGNMENT / f"{module.NOTEBOOK}.pct.py"
+    cells = [nbgrader_meta(c) for c in notebook_from_text(text.read_text()).cells]
+    grade_cells = {c["grade_id"] for c in cells if c.get("grade") and not c.get("solution")}
+    for cell in grade_cells:
+        killers = [v for v in module.MUTANTS if cell in v.loses]
         assert len(killers) >= 3, f"{cell}: only {len(killers)} mutants"
-    solution_cells = {
-        "value_core",
-        "value_more_ops",
-        "value_functions_solution",
-        "value_backward_solution",
-        "eval_numerical_gradient_solution",
-        "eval_numerical_gradient_array_solution",
-    }
-    graded_functions = {
-        "Value": {
-            "value_core",
-            "value_more_ops",
-            "value_functions_solution",
-            "value_backward_solution",
-        },
-        "eval_numerical_gradient": {"eval_numerical_gradient_solution"},
-        "eval_numerical_gradient_array": {"eval_numerical_gradient_array_solution"},
-    }
-    for function, its_cells in graded_functions.items():
-        alternates = [a for a in ALTERNATES if set(a.answers) & its_cells]
+    for function, its_cells in module.GRADED_FUNCTIONS.items():
+        mutants = [v for v in module.MUTANTS if v.cell in its_cells]
+        alternates = [a for a in module.ALTERNATES if set(a.answers) & its_cells]
+        assert len(mutants) >= 3, f"{function}: only {len(mutants)} mutants"
         assert len(alternates) >= 2, f"{function}: only {len(alternates)} alternates"
-    assert set().union(*(a.answers for a in ALTERNATES)) <= solution_cells
+    solution_cells = {c["grade_id"] for c in cells if c.get("solution")}
+    assert set().union(*module.GRADED_FUNCTIONS.values()) <= solution_cells

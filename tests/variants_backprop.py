@@ -1,33 +1,8 @@
-"""Student variants of assignment 01 for the mutation harness.
+"""Student variants of assignment 01 for the mutation harness (see tests/variant_kinds.py)."""
 
-A mutant is a realistic bug, written as text edits of the reference solution; it must
-lose points in the grade cells named by `loses`. An alternate is a different correct
-implementation, written out in full; it must keep full marks.
-"""
-
-from dataclasses import dataclass, field
+from tests.variant_kinds import Alternate, Mutant, m
 
 ASSIGNMENT, NOTEBOOK = "01_backprop", "backprop"
-
-
-@dataclass(frozen=True)
-class Mutant:
-    name: str
-    cell: str  # grade id of the solution cell it edits
-    edits: tuple[tuple[str, str], ...]  # (old, new); each old must occur exactly once
-    loses: frozenset[str] = field(default_factory=frozenset)  # grade cells that must lose points
-    code: str | None = None  # a whole replacement of the cell, instead of edits
-
-
-@dataclass(frozen=True)
-class Alternate:
-    name: str
-    answers: dict  # {grade id of a solution cell: full code}
-
-
-def m(name, cell, loses, *edits):
-    return Mutant(name, cell, tuple(edits), frozenset(loses))
-
 
 MUTANTS = [
     # Value: operators
@@ -540,3 +515,15 @@ ALTERNATES = [
         {"eval_numerical_gradient_array_solution": PROJECTED_GRADIENT_ARRAY},
     ),
 ]
+
+# Each graded function, and the solution cells that define it.
+GRADED_FUNCTIONS = {
+    "Value": {
+        "value_core",
+        "value_more_ops",
+        "value_functions_solution",
+        "value_backward_solution",
+    },
+    "eval_numerical_gradient": {"eval_numerical_gradient_solution"},
+    "eval_numerical_gradient_array": {"eval_numerical_gradient_array_solution"},
+}

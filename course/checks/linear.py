@@ -1,0 +1,123 @@
+"""Hidden checks of assignment 02, "Linear classifiers" (API: shared API.md, section 02).
+
+Every loss is probed on float64 inputs with N, D and C all different, at ordinary scores
+and at scores of magnitude 1e3 whose rows have very different ranges (so that a shift by
+one maximum for the whole batch, or the log of an underflowed probability, shows).
+"""
+
+import numpy as np
+
+from course.gradcheck import numerical_gradient, rel_error
+from course.grading import Broken, Check, Rule, register
+
+NOTEBOOK = "02_linear/linear"
+
+
+def loss_cases(rng, N: int, D: int, C: int) -> dict:
+    """{case name: (W, X, y, reg)}: ordinary scores with and without regularisation, and
+    large scores (up to about 1e3) on rows scaled from 0.02 to 2."""
+    cases = {}
+    for reg in (0.0, float(rng.uniform(0.1, 0.5))):
+        W = 0.5 * rng.standard_normal((D, C))
+        X = rng.standard_normal((N, D))
+        cases["at ordinary scores, " + ("with" if reg else "without") + " regularisation"] = (
+            W,
+            X,
+            rng.integers(0, C, N),
+            reg,
+        )
+    W = 300.0 * rng.standard_normal((D, C))
+    X = rng.standard_normal((N, D)) * np.geomspace(0.02, 2.0, N)[rng.permutation(N), None]
+    cases["at scores near 1e3"] = (W, X, rng.integers(0, C, N), 1e-3)
+    return cases
+
+
+def unless_modified(result, inputs, originals):
+    """result, or Broken if the function changed any of its inputs in place."""
+    for now, before in zip(inputs, originals, strict=True):
+        if now.shape != before.shape or not np.array_equal(now, before):
+            return Broken("changed its inputs W, X or y in place (work on new arrays)")
+    return result
+
+
+def record_loss(out, loss_fn, name, W, X, y, reg, self_check: bool) -> None:
+    """Record loss and dW of loss_fn(W, X, y, reg) and, optionally, the agreement of dW
+    with centred differences of the student's own loss."""
+    large = "large_" if "1e3" in name else ""  # judged by rules of their own (weights)
+    keys = [f"{large}loss:{name}", f"{large}dW:{name}"]
+    keys += [f"selfcheck:{name}"] if self_check else []
+    inputs = (W, X, y)
+
+    def compute():
+        originals = [a.copy() for a in inputs]
+        loss, dW = loss_fn(W, X, y, reg)
+        loss = unless_modified(np.asarray(loss, dtype=np.float64), inputs, originals)
+        results = [loss, unless_modified(np.asarray(dW, dtype=np.float64), inputs, originals)]
+        if self_check:
+            numeric = numerical_gradient(lambda w: loss_fn(w, X, y, reg)[0], W.copy())
+            results.append(rel_error(dW, numeric))
+        return results
+
+    out.record(keys, compute)
+
+
+def loss_probe(function: str, sizes: tuple[int, int, int]):
+    def probe(student, rng, out):
+        loss_fn = getattr(student, function)
+        for name, (W, X, y, reg) in loss_cases(rng, *sizes).items():
+            record_loss(out, loss_fn, name, W, X, y, reg, self_check="ordinary" in name)
+
+    return probe
+
+
+def loss_rules(loss_hint: str, gradient_hint: str, large_weight: float) -> dict[str, Rule]:
+    """large_weight: how much the large-score case counts against each ordinary one."""
+    return {
+        "loss": Rule("loss", rtol=1e-9, hint=loss_hint),
+        "dW": Rule("gradient dW", rtol=1e-8, hint=gradient_hint),
+        "large_loss": Rule("loss", rtol=1e-9, hint=loss_hint, weight=large_weight),
+        "large_dW": Rule("gradient dW", rtol=1e-8, hint=gradient_hint, weight=large_weight),
+        "selfcheck": Rule(
+            "dW against centred differences of your own loss,",
+            kind="below",
+            rtol=1e-6,
+            hint="the gradient does not match the loss it comes from.",
+            requires="loss",
+        ),
+    }
+
+
+SVM_LOSS_HINT = (
+    "margins are s_j - s_y + 1 for j != y only (the correct class is left out), "
+    "averaged over N, plus reg * sum(W * W)."
+)
+SVM_GRADIENT_HINT = (
+    "each positive margin adds x_i to column j and subtracts x_i from column y_i; "
+    "divide by N; the regulariser adds 2 * reg * W."
+)
+SOFTMAX_LOSS_HINT = (
+    "the mean of -log p[y] plus reg * sum(W * W); at large scores compute log p by "
+    "log-sum-exp, shifting each row by its own maximum, never log of a probability."
+)
+SOFTMAX_GRADIENT_HINT = (
+    "dscores = p - one_hot(y), dW = X.T @ dscores / N + 2 * reg * W, with p from the "
+    "row-shifted scores."
+)
+
+# Softmax's large-score case weighs double: finiteness there is its API's explicit promise,
+# and the leak this assignment is about.
+for function, points, sizes, hints, large_weight in (
+    ("svm_loss_naive", 2, (7, 5, 4), (SVM_LOSS_HINT, SVM_GRADIENT_HINT), 1.0),
+    ("svm_loss_vectorized", 3, (23, 6, 5), (SVM_LOSS_HINT, SVM_GRADIENT_HINT), 1.0),
+    ("softmax_loss_naive", 2, (7, 5, 4), (SOFTMAX_LOSS_HINT, SOFTMAX_GRADIENT_HINT), 2.0),
+    ("softmax_loss_vectorized", 3, (23, 6, 5), (SOFTMAX_LOSS_HINT, SOFTMAX_GRADIENT_HINT), 2.0),
+):
+    register(
+        Check(
+            name=function,
+            notebook=NOTEBOOK,
+            points=points,
+            probe=loss_probe(function, sizes),
+            rules=loss_rules(*hints, large_weight),
+        )
+    )

@@ -1,0 +1,27 @@
+"""What a student variant is, for the mutation harness (tests/test_mutants.py).
+
+A mutant is a realistic bug, written as text edits of the reference solution; it must
+lose points in the grade cells named by `loses`. An alternate is a different correct
+implementation, written out in full; it must keep full marks.
+"""
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    cell: str  # grade id of the solution cell it edits
+    edits: tuple[tuple[str, str], ...]  # (old, new); each old must occur exactly once
+    loses: frozenset[str] = field(default_factory=frozenset)  # grade cells that must lose points
+    code: str | None = None  # a whole replacement of the cell, instead of edits
+
+
+@dataclass(frozen=True)
+class Alternate:
+    name: str
+    answers: dict  # {grade id of a solution cell: full code}
+
+
+def m(name, cell, loses, *edits):
+    return Mutant(name, cell, tuple(edits), frozenset(loses))
