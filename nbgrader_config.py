@@ -44,7 +44,7 @@ c.Exchange.root = os.environ.get("NBGRADER_EXCHANGE", str(ROOT / ".nbgrader" / "
 # Per-cell timeouts, in seconds: the grade cells that train a model get three times as
 # long. COURSE_CELL_TIMEOUT scales them all (a slow grading machine, or a test of loops).
 CELL_TIMEOUT = int(os.environ.get("COURSE_CELL_TIMEOUT", "60"))
-TRAINING_GRADE_CELLS = {"mlp_training"}
+TRAINING_GRADE_CELLS = {"mlp_training", "two_layer_training"}
 
 
 def _cell_timeout(cell):

@@ -8,6 +8,7 @@ of the course (config, source/, release/, references/) in a folder of its own.
 from __future__ import annotations
 
 import copy
+import json
 import re
 import shutil
 import subprocess
@@ -142,3 +143,27 @@ class ScratchCourse:
                     CellGrade(g.name, float(g.score), float(g.max_score)) for g in nb.grades
                 ]
         return result
+
+
+def judge_in_process(source_nb: nbformat.NotebookNode, answers: dict[str, str]) -> dict[str, float]:
+    """{grade id: points} of every hidden check, with solution cells replaced by `answers`.
+
+    No kernel and no nbgrader: the solution cells run in this process, each check probes
+    them, and its outputs take the same way to the verdict as a kernel's display does (JSON
+    in, decoded, judged). A fast path for the mutation harness, which also checks that it
+    agrees with real nbgrader grading.
+    """
+    from course.build import solution_namespace
+    from course.grading import encode, get_check, probe, verdict
+
+    namespace = solution_namespace(source_nb, "variant", answers)
+    scores = {}
+    for cell in source_nb.cells:
+        meta = nbgrader_meta(cell)
+        if not meta.get("grade") or meta.get("solution"):
+            continue
+        name = meta["grade_id"]
+        outputs = probe(get_check(name), namespace)
+        payload = {"check": name, "outputs": {k: encode(v) for k, v in outputs.items()}}
+        scores[name] = verdict(name, json.loads(json.dumps(payload)))[0]
+    return scores

@@ -1,70 +1,66 @@
 """The mutation harness: every known bug loses points, every correct variant keeps them all.
 
-Variants are injected into copies of the release notebook (trimmed to the imports,
-solution and grade cells, since the hidden checks depend on nothing else) and graded by
-the real `nbgrader autograde`, a batch per shard; shards run in parallel under xdist.
-Each assignment has a module of variants, `tests/variants_<name>.py`.
+Each assignment has a module of variants, `tests/variants_<name>.py`. Every variant is
+judged in this process (`course.classroom.judge_in_process`: its solution cells run here,
+the hidden checks probe and judge them as the grader does), which costs milliseconds
+rather than a notebook run. A sample of each assignment's variants is also graded by the
+real `nbgrader autograde`, and both ways must give the same scores.
 """
+
+import functools
 
 import pytest
 
 from course.build import notebook_from_text
-from course.classroom import nbgrader_meta
+from course.classroom import judge_in_process, mutate, nbgrader_meta, solution_sources
 from course.paths import course_root
-from tests import variants_backprop, variants_linear
+from tests import variants_backprop, variants_linear, variants_multilayer
 from tests.harness import Batch
 
-MODULES = [variants_backprop, variants_linear]
-SHARDS = 2  # per assignment
-_graded: dict[tuple[str, int], tuple[Batch, dict]] = {}
+MODULES = [variants_backprop, variants_linear, variants_multilayer]
 
 
-def variants(module):
-    return [("mutant", v) for v in module.MUTANTS] + [("alternate", v) for v in module.ALTERNATES]
+@functools.cache
+def source_notebook(assignment: str, notebook: str):
+    text = course_root() / "source" / assignment / f"{notebook}.pct.py"
+    return notebook_from_text(text.read_text())
 
 
-def student_id(index: int) -> str:
-    return f"variant{index:02d}"
+def max_scores(module) -> dict[str, float]:
+    cells = [nbgrader_meta(c) for c in source_notebook(module.ASSIGNMENT, module.NOTEBOOK).cells]
+    return {
+        c["grade_id"]: float(c["points"]) for c in cells if c.get("grade") and not c.get("solution")
+    }
 
 
-def graded_shard(module, shard: int, tmp_path_factory) -> tuple[Batch, dict]:
-    key = (module.ASSIGNMENT, shard)
-    if key not in _graded:
-        root = tmp_path_factory.mktemp(f"mutants-{module.ASSIGNMENT}-{shard}")
-        batch = Batch(root, module.ASSIGNMENT, module.NOTEBOOK)
-        for index, (kind, variant) in enumerate(variants(module)):
-            if index % SHARDS != shard:
-                continue
-            if kind == "mutant":
-                nb = batch.mutant(variant.cell, variant.edits, variant.code)
-            else:
-                nb = batch.answered(variant.answers, trim=True)
-            batch.submit(student_id(index), nb)
-        batch.grade()
-        _graded[key] = (batch, batch.scores())
-    return _graded[key]
+def answers_of(module, variant) -> dict[str, str]:
+    """{solution cell: code} that a variant submits in place of the reference."""
+    if hasattr(variant, "answers"):
+        return variant.answers
+    solutions = solution_sources(source_notebook(module.ASSIGNMENT, module.NOTEBOOK))
+    code = variant.code if variant.code is not None else solutions[variant.cell]
+    for old, new in variant.edits:
+        code = mutate(code, old, new)
+    return {variant.cell: code}
+
+
+def in_process(module, variant) -> dict[str, float]:
+    nb = source_notebook(module.ASSIGNMENT, module.NOTEBOOK)
+    return judge_in_process(nb, answers_of(module, variant))
 
 
 def params():
     for module in MODULES:
-        for index, (kind, variant) in enumerate(variants(module)):
-            group = f"mutants-{module.ASSIGNMENT}-{index % SHARDS}"
-            yield pytest.param(
-                module,
-                index,
-                kind,
-                variant,
-                id=f"{module.ASSIGNMENT} {kind}: {variant.name}",
-                marks=pytest.mark.xdist_group(group),
-            )
+        for kind, found in (("mutant", module.MUTANTS), ("alternate", module.ALTERNATES)):
+            for variant in found:
+                yield pytest.param(
+                    module, kind, variant, id=f"{module.ASSIGNMENT} {kind}: {variant.name}"
+                )
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(("module", "index", "kind", "variant"), list(params()))
-def test_variant(module, index, kind, variant, tmp_path_factory):
-    batch, scores = graded_shard(module, index % SHARDS, tmp_path_factory)
-    full = batch.max_scores()
-    got = scores[student_id(index)]
+@pytest.mark.parametrize(("module", "kind", "variant"), list(params()))
+def test_variant(module, kind, variant):
+    full, got = max_scores(module), in_process(module, variant)
     if kind == "alternate":
         assert got == full, f"a correct implementation lost points: {got}"
         return
@@ -77,14 +73,34 @@ def test_variant(module, index, kind, variant, tmp_path_factory):
     assert not missing, f"survived in {sorted(missing)}; lost only in {sorted(lost)}"
 
 
+def sample(module) -> list:
+    """The variants graded by nbgrader too: two mutants and an alternate."""
+    return [module.MUTANTS[0], module.MUTANTS[-1], module.ALTERNATES[0]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "module",
+    [pytest.param(m, marks=pytest.mark.xdist_group(f"agree-{m.ASSIGNMENT}")) for m in MODULES],
+    ids=lambda m: m.ASSIGNMENT,
+)
+def test_in_process_judging_agrees_with_nbgrader(module, tmp_path):
+    batch = Batch(tmp_path, module.ASSIGNMENT, module.NOTEBOOK)
+    chosen = sample(module)
+    for index, variant in enumerate(chosen):
+        batch.submit(f"variant{index}", batch.answered(answers_of(module, variant), trim=True))
+    batch.grade()
+    graded = batch.scores()
+    for index, variant in enumerate(chosen):
+        assert graded[f"variant{index}"] == in_process(module, variant), variant.name
+
+
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.ASSIGNMENT)
 def test_every_grade_cell_and_graded_function_has_mutants_and_alternates(module):
     """Three mutants that each grade cell must catch; three mutants and two alternates
     for each graded function (the solution cells that define it)."""
-    text = course_root() / "source" / module.ASSIGNMENT / f"{module.NOTEBOOK}.pct.py"
-    cells = [nbgrader_meta(c) for c in notebook_from_text(text.read_text()).cells]
-    grade_cells = {c["grade_id"] for c in cells if c.get("grade") and not c.get("solution")}
-    for cell in grade_cells:
+    cells = [nbgrader_meta(c) for c in source_notebook(module.ASSIGNMENT, module.NOTEBOOK).cells]
+    for cell in max_scores(module):
         killers = [v for v in module.MUTANTS if cell in v.loses]
         assert len(killers) >= 3, f"{cell}: only {len(killers)} mutants"
     for function, its_cells in module.GRADED_FUNCTIONS.items():

@@ -9,7 +9,7 @@ MUTANTS = [
     m(
         "add overwrites instead of accumulating",
         "value_core",
-        {"value_accumulation"},
+        {"value_accumulation", "mlp_training"},
         (
             "self.grad += out.grad\n            other.grad += out.grad",
             "self.grad = out.grad\n            other.grad = out.grad",
@@ -18,7 +18,7 @@ MUTANTS = [
     m(
         "mul gradient uses its own data",
         "value_core",
-        {"value_ops", "value_backward"},
+        {"value_ops", "value_backward", "mlp_training"},
         ("self.grad += other.data * out.grad", "self.grad += self.data * out.grad"),
     ),
     m(

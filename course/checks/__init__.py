@@ -2,7 +2,7 @@
 
 import importlib
 
-ASSIGNMENT_MODULES = ["course.checks.backprop", "course.checks.linear"]
+ASSIGNMENT_MODULES = ["course.checks.backprop", "course.checks.linear", "course.checks.layers"]
 
 
 def load_all() -> None:

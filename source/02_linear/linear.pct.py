@@ -465,9 +465,8 @@ plt.show()
 for name, loss_fn in (("SVM", svm_loss_vectorized), ("softmax", softmax_loss_vectorized)):
     lr, reg = chosen[name]
     W, _ = train_linear(loss_fn, X_train, y_train, num_classes, lr, reg)
-    print(
-        f"{name:>7}: chosen lr {lr:g}, reg {reg:g}: test accuracy {accuracy(X_test @ W, y_test):.3f}"
-    )
+    test_accuracy = accuracy(X_test @ W, y_test)
+    print(f"{name:>7}: chosen lr {lr:g}, reg {reg:g}: test accuracy {test_accuracy:.3f}")
 
 # %% [markdown]
 # Read the corners. A small learning rate leaves 200 steps short of the optimum. Strong

@@ -1,0 +1,442 @@
+"""Hidden checks of assignment 03, "Multilayer networks" (API: shared API.md, section 03).
+
+Inputs are float64 with N, D, M (and C, H) all different, so that a missing transpose or
+reshape shows; `affine` also meets a 4-D x. Each function gets fresh copies of its inputs,
+so an in-place edit in one sub-check cannot change another's inputs.
+"""
+
+import numpy as np
+
+from course.checks.linear import large_scores
+from course.gradcheck import numerical_gradient, rel_error
+from course.grading import Broken, Check, Rule, register
+from course.training import accuracy, fit
+
+NOTEBOOK = "03_multilayer/multilayer"
+
+
+def _copies(*arrays):
+    return [a.copy() for a in arrays]
+
+
+# ------------------------------------------------------------------- affine
+
+
+def probe_affine_forward(student, rng, out):
+    for name, x_shape, M in (("x (5, 7)", (5, 7), 4), ("4-D x (3, 4, 2, 5)", (3, 4, 2, 5), 6)):
+        x = rng.standard_normal(x_shape)
+        w = rng.standard_normal((int(np.prod(x_shape[1:])), M))
+        b = rng.standard_normal(M)
+        out.record(
+            f"out:{name}", lambda x=x, w=w, b=b: student.affine_forward(*_copies(x, w, b))[0]
+        )
+
+
+register(
+    Check(
+        name="affine_forward",
+        notebook=NOTEBOOK,
+        points=2,
+        probe=probe_affine_forward,
+        rules={
+            "out": Rule(
+                "output for",
+                rtol=1e-10,
+                hint="flatten x to (N, D) with x.reshape(N, -1), then x @ w + b.",
+            )
+        },
+    )
+)
+
+
+def probe_affine_backward(student, rng, out):
+    for name, x_shape, M in (("x (6, 5)", (6, 5), 3), ("4-D x (4, 3, 2, 2)", (4, 3, 2, 2), 5)):
+        x = rng.standard_normal(x_shape)
+        w = rng.standard_normal((int(np.prod(x_shape[1:])), M))
+        b = rng.standard_normal(M)
+        dout = rng.standard_normal((x_shape[0], M))
+
+        def compute(x=x, w=w, b=b, dout=dout):
+            _, cache = student.affine_forward(*_copies(x, w, b))
+            dx, dw, db = student.affine_backward(dout.copy(), cache)
+            inputs = {"x": x, "w": w, "b": b}
+            errors = []
+            for key, grad in (("x", dx), ("w", dw), ("b", db)):
+
+                def f(v, key=key):
+                    return student.affine_forward(**{**_copies_dict(inputs), key: v})[0]
+
+                numeric = numerical_gradient(f, inputs[key].copy(), dout)
+                errors.append(rel_error(grad, numeric) if np.shape(grad) == numeric.shape else 1.0)
+            return dx, dw, db, max(errors)
+
+        out.record([f"dx:{name}", f"dw:{name}", f"db:{name}", f"selfcheck:{name}"], compute)
+
+
+def _copies_dict(arrays: dict) -> dict:
+    return {k: v.copy() for k, v in arrays.items()}
+
+
+register(
+    Check(
+        name="affine_backward",
+        notebook=NOTEBOOK,
+        points=3,
+        probe=probe_affine_backward,
+        rules={
+            "dx": Rule(
+                "gradient dx for",
+                rtol=1e-9,
+                hint="dx = dout @ w.T, reshaped back to x's shape.",
+            ),
+            "dw": Rule(
+                "gradient dw for",
+                rtol=1e-9,
+                hint="dw = x_flat.T @ dout, with x flattened to (N, D).",
+            ),
+            "db": Rule("gradient db for", rtol=1e-9, hint="db sums dout over the batch (axis 0)."),
+            "selfcheck": Rule(
+                "dx, dw, db against centred differences of your own affine_forward, for",
+                kind="below",
+                rtol=1e-7,
+                hint="the backward pass does not match the forward pass.",
+                requires="dx",
+            ),
+        },
+    )
+)
+
+
+# ------------------------------------------------------------------- relu
+
+
+def _away_from_zero(rng, shape):
+    return rng.uniform(0.05, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
+
+
+def probe_relu(student, rng, out):
+    for name, shape in (("x (7, 4)", (7, 4)), ("3-D x (3, 5, 2)", (3, 5, 2))):
+        x = _away_from_zero(rng, shape)
+        dout = rng.standard_normal(shape)
+        out.record(f"out:{name}", lambda x=x: student.relu_forward(x.copy())[0])
+
+        def backward(x=x, dout=dout):
+            _, cache = student.relu_forward(x.copy())
+            return student.relu_backward(dout.copy(), cache)
+
+        out.record(f"dx:{name}", backward)
+
+
+register(
+    Check(
+        name="relu",
+        notebook=NOTEBOOK,
+        points=2,
+        probe=probe_relu,
+        rules={
+            "out": Rule("relu_forward output for", rtol=1e-12, hint="np.maximum(0, x)."),
+            "dx": Rule(
+                "relu_backward dx for",
+                rtol=1e-12,
+                hint="dout where the forward input was positive, 0 elsewhere.",
+            ),
+        },
+    )
+)
+
+
+# ------------------------------------------------------------------- losses on scores
+
+
+def score_cases(rng, N: int, C: int) -> dict:
+    """{case name: (x, y)}: ordinary scores twice, and scores near 1e3 whose rows have very
+    different ranges."""
+    cases = {
+        f"ordinary scores {i}": (rng.standard_normal((N, C)) * 2.0, rng.integers(0, C, N))
+        for i in (1, 2)
+    }
+    cases["scores near 1e3"] = (large_scores(rng, N, C), rng.integers(0, C, N))
+    return cases
+
+
+def loss_probe(function: str):
+    def probe(student, rng, out):
+        loss_fn = getattr(student, function)
+        for name, (x, y) in score_cases(rng, 9, 5).items():
+            large = "large_" if "1e3" in name else ""
+            keys = [f"{large}loss:{name}", f"{large}dx:{name}"]
+            if not large:
+                keys.append(f"selfcheck:{name}")
+
+            def compute(x=x, y=y, large=large):
+                loss, dx = loss_fn(x.copy(), y.copy())
+                results = [np.asarray(loss, dtype=np.float64), dx]
+                if not large:
+                    numeric = numerical_gradient(lambda s: loss_fn(s.copy(), y.copy())[0], x.copy())
+                    results.append(rel_error(dx, numeric))
+                return results
+
+            out.record(keys, compute)
+
+    return probe
+
+
+def score_loss_rules(loss_hint: str, gradient_hint: str, large_weight: float) -> dict[str, Rule]:
+    return {
+        "loss": Rule("loss at", rtol=1e-9, hint=loss_hint),
+        "dx": Rule("gradient dx at", rtol=1e-8, hint=gradient_hint),
+        "large_loss": Rule("loss at", rtol=1e-9, hint=loss_hint, weight=large_weight),
+        "large_dx": Rule("gradient dx at", rtol=1e-8, hint=gradient_hint, weight=large_weight),
+        "selfcheck": Rule(
+            "dx against centred differences of your own loss, at",
+            kind="below",
+            rtol=1e-5,  # a wrong dx is off by 1e-2 or more; rounding alone reaches 1e-7
+            hint="the gradient does not match the loss it comes from.",
+            requires="loss",
+        ),
+    }
+
+
+register(
+    Check(
+        name="softmax_loss",
+        notebook=NOTEBOOK,
+        points=2,
+        probe=loss_probe("softmax_loss"),
+        rules=score_loss_rules(
+            "the mean of -log p[y]; compute log p by log-sum-exp, shifting each row by its own "
+            "maximum, never the log of a probability.",
+            "dx = (p - one_hot(y)) / N.",
+            large_weight=2.0,
+        ),
+    )
+)
+register(
+    Check(
+        name="svm_loss",
+        notebook=NOTEBOOK,
+        points=2,
+        probe=loss_probe("svm_loss"),
+        rules=score_loss_rules(
+            "margins x_j - x_y + 1 for j != y only, clipped at 0, summed per row, averaged over N.",
+            "+1 for each positive margin, minus their count at the correct class, divided by N.",
+            large_weight=1.0,
+        ),
+    )
+)
+
+
+# ------------------------------------------------------------------- TwoLayerNet
+
+PARAM_NAMES = ("W1", "b1", "W2", "b2")
+
+
+def hidden_params(rng, D: int, H: int, C: int, scale: float = 0.5) -> dict:
+    """Weights and (non-zero) biases that the probe writes into a student's network."""
+    return {
+        "W1": scale * rng.standard_normal((D, H)),
+        "b1": 0.1 * rng.standard_normal(H),
+        "W2": scale * rng.standard_normal((H, C)),
+        "b2": 0.1 * rng.standard_normal(C),
+    }
+
+
+def with_params(student, D, H, C, params, reg):
+    """A student's TwoLayerNet of these sizes and reg, its parameters replaced by copies of
+    `params` (the API fixes .params and its keys, not how the weights are drawn)."""
+    net = student.TwoLayerNet(D, H, C, weight_scale=1e-2, reg=reg)
+    for name in PARAM_NAMES:
+        net.params[name] = params[name].copy()
+    return net
+
+
+def probe_two_layer_net(student, rng, out):
+    # Initialisation, judged by its statistics: a student may draw with any generator.
+    D0, H0, C0, scale = 60, 50, 10, 0.37
+    np.random.seed(int(rng.integers(1 << 31)))
+
+    def initial():
+        net = student.TwoLayerNet(D0, H0, C0, weight_scale=scale)
+        shapes = np.concatenate([np.shape(net.params[k]) for k in PARAM_NAMES]).astype(float)
+        weights = np.concatenate([net.params["W1"].ravel(), net.params["W2"].ravel()])
+        biases = np.concatenate([net.params["b1"].ravel(), net.params["b2"].ravel()])
+        drawn = abs(weights.std() / scale - 1) < 0.1 and abs(weights.mean()) < 0.1 * scale
+        if not drawn:
+            drawn = Broken(
+                "weights are not drawn from N(0, weight_scale**2) (the sample's mean or "
+                "standard deviation is far off)"
+            )
+        zero = bool(np.all(biases == 0)) or Broken("biases do not start at zero")
+        return shapes, drawn, zero
+
+    out.record(["shapes:of W1, b1, W2, b2", "init:weights", "init:biases"], initial)
+
+    N, D, H, C = 5, 7, 9, 4
+    params = hidden_params(rng, D, H, C)
+    X = rng.standard_normal((N, D))
+    y = rng.integers(0, C, N)
+    out.record(
+        "scores:loss(X) with y None",
+        lambda: with_params(student, D, H, C, params, 0.0).loss(X.copy()),
+    )
+    for reg in (0.0, float(rng.uniform(0.3, 0.9))):
+        label = "with regularisation" if reg else "without regularisation"
+
+        def compute(reg=reg):
+            net = with_params(student, D, H, C, params, reg)
+            loss, grads = net.loss(X.copy(), y.copy())
+            results = [np.asarray(loss, dtype=np.float64)]
+            results += [grads[k] for k in PARAM_NAMES]
+            errors = []
+            for k in PARAM_NAMES:
+
+                def f(v, k=k):
+                    probe_net = with_params(student, D, H, C, {**params, k: v}, reg)
+                    return probe_net.loss(X.copy(), y.copy())[0]
+
+                numeric = numerical_gradient(f, params[k].copy())
+                grad = np.asarray(grads[k], dtype=np.float64)
+                errors.append(rel_error(grad, numeric) if grad.shape == numeric.shape else 1.0)
+            return results + [max(errors)]
+
+        keys = [f"loss:{label}"] + [f"grad:{k}, {label}" for k in PARAM_NAMES]
+        out.record(keys + [f"selfcheck:{label}"], compute)
+
+
+register(
+    Check(
+        name="two_layer_net",
+        notebook=NOTEBOOK,
+        points=4,
+        probe=probe_two_layer_net,
+        rules={
+            "shapes": Rule(
+                "parameter shapes", rtol=0, hint="W1 (D, H), b1 (H,), W2 (H, C), b2 (C,)."
+            ),
+            "init": Rule("initial", kind="true", weight=2),  # the weight scale is this leak
+            "scores": Rule(
+                "scores for",
+                rtol=1e-10,
+                hint="affine - relu - affine on the current .params, returned alone.",
+            ),
+            "loss": Rule(
+                "loss",
+                rtol=1e-9,
+                hint="softmax loss of the scores plus 0.5 * reg * (sum(W1**2) + sum(W2**2)).",
+            ),
+            "grad": Rule(
+                "gradient of",
+                rtol=1e-8,
+                hint="backpropagate through affine, relu, affine; the regulariser adds "
+                "reg * W to the weight matrices' gradients only.",
+            ),
+            "selfcheck": Rule(
+                "gradients against centred differences of your own loss,",
+                kind="below",
+                rtol=1e-6,
+                hint="a gradient does not match the loss it comes from.",
+                requires="loss",
+            ),
+        },
+    )
+)
+
+
+# ------------------------------------------------------------------- sgd
+
+
+def probe_sgd(student, rng, out):
+    w = rng.standard_normal((3, 4))
+    dws = [rng.standard_normal((3, 4)) for _ in range(3)]
+
+    def steps(config):
+        current, learning_rates = w.copy(), []
+        for dw in dws:
+            current, config = student.sgd(current, dw.copy(), config)
+            learning_rates.append(config["learning_rate"])
+        return np.asarray(current, dtype=np.float64), np.array(learning_rates, dtype=float)
+
+    out.record(
+        ["w:after 3 steps with the default config", "config:default learning_rate"],
+        lambda: steps(None),
+    )
+    lr = float(rng.uniform(0.2, 0.6))
+    out.record(
+        ["w:after 3 steps with a given learning_rate", "config:given learning_rate"],
+        lambda: steps({"learning_rate": lr}),
+    )
+
+
+register(
+    Check(
+        name="sgd",
+        notebook=NOTEBOOK,
+        points=1,
+        probe=probe_sgd,
+        rules={
+            "w": Rule(
+                "weights",
+                rtol=1e-12,
+                hint="next_w = w - config['learning_rate'] * dw, the rate 1e-2 by default.",
+            ),
+            "config": Rule(
+                "config['learning_rate'] kept, for the",
+                rtol=1e-12,
+                hint="config.setdefault('learning_rate', 1e-2), and return the config.",
+                weight=0.5,
+            ),
+        },
+    )
+)
+
+
+# ------------------------------------------------------------------- training
+
+TRAIN_SIZES = (40, 6, 10, 3)  # N, D, H, C
+TRAIN_STEPS = 30
+TRAIN_LEARNING_RATE = 0.5
+TRAIN_REG = 1e-3
+LOSS_BAND = 1e-6  # relative, at every step: correct code differs only by rounding order
+
+
+def probe_two_layer_training(student, rng, out):
+    N, D, H, C = TRAIN_SIZES
+    centres = 1.5 * rng.standard_normal((C, D))
+    y = rng.integers(0, C, N)
+    X = centres[y] + rng.standard_normal((N, D))
+    params = hidden_params(rng, D, H, C, scale=0.3)
+
+    def compute():
+        net = with_params(student, D, H, C, params, TRAIN_REG)
+        history = fit(
+            net,
+            student.sgd,
+            X,
+            y,
+            epochs=TRAIN_STEPS,
+            batch_size=N,
+            config={"learning_rate": TRAIN_LEARNING_RATE},
+        )
+        return np.array(history["loss"]), accuracy(net.loss(X), y)
+
+    out.record(["loss:curve", "accuracy:after the last step"], compute)
+
+
+register(
+    Check(
+        name="two_layer_training",
+        notebook=NOTEBOOK,
+        points=3,
+        probe=probe_two_layer_training,
+        rules={
+            "loss": Rule(
+                "training loss",
+                rtol=LOSS_BAND,
+                weight=2,
+                hint="a gradient of TwoLayerNet, or the sgd step, that is wrong, even slightly.",
+                picture="curve",
+            ),
+            "accuracy": Rule("training accuracy", rtol=1e-12, hint=""),
+        },
+    )
+)
