@@ -25,4 +25,10 @@ CATALOGUE = {
         builds="modular layers, a two-layer network and its training loop",
         leak="the weight scale and the step size decide whether the network learns",
     ),
+    "04_optimisers": Assignment(
+        title="04 Initialisation and optimisers",
+        builds="weight initialisation, a deep network, momentum, RMSProp, Adam and AdamW",
+        leak="at depth the first draw decides whether anything trains; every update rule's "
+        "settings steer the descent",
+    ),
 }

@@ -79,7 +79,7 @@ def _demo(args) -> int:
 def _bench(args) -> int:
     from course import bench
 
-    return bench.main()
+    return bench.main(notebooks_only=args.notebooks)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,7 +122,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     demo = commands.add_parser("demo", help="autograde bundled demo students; print the grades")
     demo.add_argument("--keep", action="store_true", help="keep the scratch course directory")
-    commands.add_parser("bench", help="time every notebook and the autograding of one submission")
+    bench = commands.add_parser(
+        "bench", help="time every notebook and the autograding of one submission"
+    )
+    bench.add_argument(
+        "--notebooks", action="store_true", help="only each notebook's execution time"
+    )
     args = parser.parse_args(argv)
     # nbgrader's API runs `alembic` by name: make this environment's tools findable even
     # when it was never activated (`.venv/bin/course ...`).

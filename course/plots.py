@@ -125,3 +125,37 @@ def decision_regions(
     ax.scatter(X[:, 0], X[:, 1], c=y, cmap="tab10", vmin=0, vmax=9, edgecolors="k", s=18)
     ax.set(xlabel="$x_1$", ylabel="$x_2$", title=title)
     return ax
+
+
+def layer_histograms(activations: list[np.ndarray], title: str, layers=None, bins: int = 40):
+    """Histograms of a few layers' activations side by side, on a shared x range."""
+    layers = layers or sorted({0, len(activations) // 2, len(activations) - 1})
+    fig, axes = plt.subplots(1, len(layers), figsize=(2.6 * len(layers), 2.2), layout="constrained")
+    limit = max(float(np.abs(activations[i]).max()) for i in layers) or 1.0
+    for ax, i in zip(np.atleast_1d(axes), layers, strict=True):
+        ax.hist(activations[i].ravel(), bins=bins, range=(-limit, limit), color="#4c72b0")
+        ax.set(title=f"layer {i + 1}: std {activations[i].std():.2g}", yticks=[])
+    fig.suptitle(title)
+    return fig
+
+
+def contour_paths(
+    f: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    paths: dict[str, np.ndarray],
+    title: str,
+    extent=(-3.5, 3.5, -2.5, 2.5),
+    ax=None,
+):
+    """Contours of a 2-D loss f(x, y), with each optimiser's path of points (T, 2)."""
+    ax = ax or plt.subplots(figsize=(6.5, 4.2), layout="constrained")[1]
+    xs = np.linspace(extent[0], extent[1], 200)
+    ys = np.linspace(extent[2], extent[3], 200)
+    gx, gy = np.meshgrid(xs, ys)
+    ax.contour(gx, gy, f(gx, gy), levels=np.geomspace(0.01, 100, 15), colors="0.75", linewidths=0.8)
+    for label, path in paths.items():
+        path = np.clip(path, [extent[0], extent[2]], [extent[1], extent[3]])
+        ax.plot(path[:, 0], path[:, 1], marker=".", markersize=3, lw=1.2, label=label)
+    ax.plot([0], [0], "k*", markersize=10)
+    ax.set(xlabel="$w_1$", ylabel="$w_2$", title=title, xlim=extent[:2], ylim=extent[2:])
+    ax.legend(fontsize=8, loc="upper left")
+    return ax

@@ -55,17 +55,26 @@ def fit(
     config: dict | None = None,
     seed: int = 0,
     progress: Callable | None = None,
-) -> dict[str, list[float]]:
+    schedule: Callable[[int], float] | None = None,
+    track_updates: bool = False,
+) -> dict[str, list]:
     """Minibatch training of a model with `.params` and `.loss(X, y) -> (loss, grads)`.
 
     update(w, dw, config) -> (next_w, config): an update rule such as `sgd`; every
     parameter keeps its own copy of `config`, since rules store per-parameter state there.
     progress: an optional wrapper around the epoch range, e.g. tqdm.
-    Returns the history: "loss" per step, "train_acc" and "val_acc" per epoch.
+    schedule(step) -> learning rate, set in every config before each step (from step 0).
+    track_updates: also record, per step, the update-to-weight ratio of each weight
+    matrix ("W..."), |next_w - w| / |w| in Frobenius norms.
+    Returns the history: "loss" per step, "train_acc" and "val_acc" per epoch, and with
+    track_updates "update_ratio": {name: [ratio per step]}.
     """
     rng = np.random.default_rng(seed)
     configs = {name: dict(config or {}) for name in model.params}
-    history: dict[str, list[float]] = {"loss": [], "train_acc": [], "val_acc": []}
+    history: dict = {"loss": [], "train_acc": [], "val_acc": []}
+    if track_updates:
+        history["update_ratio"] = {name: [] for name in model.params if name.startswith("W")}
+    step = 0
     epoch_range = range(epochs) if progress is None else progress(range(epochs))
     for _ in epoch_range:
         order = rng.permutation(len(X))
@@ -73,10 +82,17 @@ def fit(
             batch = order[start : start + batch_size]
             loss, grads = model.loss(X[batch], y[batch])
             for name in model.params:
+                if schedule is not None:
+                    configs[name]["learning_rate"] = schedule(step)
+                before = model.params[name].copy() if track_updates else None
                 model.params[name], configs[name] = update(
                     model.params[name], grads[name], configs[name]
                 )
+                if track_updates and name in history["update_ratio"]:
+                    change = np.linalg.norm(model.params[name] - before)
+                    history["update_ratio"][name].append(float(change / np.linalg.norm(before)))
             history["loss"].append(float(loss))
+            step += 1
         history["train_acc"].append(accuracy(model.loss(X), y))
         if X_val is not None:
             history["val_acc"].append(accuracy(model.loss(X_val), y_val))

@@ -14,10 +14,10 @@ import pytest
 from course.build import notebook_from_text
 from course.classroom import judge_in_process, mutate, nbgrader_meta, solution_sources
 from course.paths import course_root
-from tests import variants_backprop, variants_linear, variants_multilayer
+from tests import variants_backprop, variants_linear, variants_multilayer, variants_optimisers
 from tests.harness import Batch
 
-MODULES = [variants_backprop, variants_linear, variants_multilayer]
+MODULES = [variants_backprop, variants_linear, variants_multilayer, variants_optimisers]
 
 
 @functools.cache

@@ -2,7 +2,12 @@
 
 import importlib
 
-ASSIGNMENT_MODULES = ["course.checks.backprop", "course.checks.linear", "course.checks.layers"]
+ASSIGNMENT_MODULES = [
+    "course.checks.backprop",
+    "course.checks.linear",
+    "course.checks.layers",
+    "course.checks.optimisers",
+]
 
 
 def load_all() -> None:
