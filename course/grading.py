@@ -210,9 +210,13 @@ def _describe_mismatch(got: np.ndarray, want: np.ndarray, rtol: float) -> str:
         for k, words in CLASSIC_FACTORS.items():
             if np.allclose(got, k * want, rtol=1e-6, atol=0):
                 return words
+    if want.size == 1:
+        # With one number, its relative error and the student's own value give the
+        # expected value away: say only that it is off.
+        return f"is off, beyond the tolerance ({rtol:.0e})"
     errors = np.abs(got - want) / np.maximum(1e-8, np.abs(got) + np.abs(want))
     wrong = int(np.sum(errors > rtol))
-    where = f" at {wrong} of {want.size} entries" if want.size > 1 else ""
+    where = f" at {wrong} of {want.size} entries"
     return f"is off: relative error {float(errors.max()):.1e}{where} (tolerance {rtol:.0e})"
 
 

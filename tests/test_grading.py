@@ -177,6 +177,15 @@ def test_other_factors_are_not_named(k):
     assert_no_leak(r.message, want)
 
 
+@pytest.mark.parametrize("want", [2.5, np.array([2.5])])
+def test_a_single_number_is_only_said_to_be_off(want):
+    # Its relative error and the student's value would give the expected value away.
+    r = judge_one("grad:W", np.asarray(want) * 1.3, want, grad_rule(rtol=1e-9))
+    assert not r.passed
+    assert "is off, beyond the tolerance (1e-09)" in r.message
+    assert "relative error" not in r.message
+
+
 def test_generic_relative_error():
     want = np.array(
         [[0.123456789, -4.56789123, 7.65432198e-3], [31.4159265, -0.987654321, 2.71828183e-2]]

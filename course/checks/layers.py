@@ -282,25 +282,35 @@ def probe_two_layer_net(student, rng, out):
     for reg in (0.0, float(rng.uniform(0.3, 0.9))):
         label = "with regularisation" if reg else "without regularisation"
 
-        def compute(reg=reg):
-            net = with_params(student, D, H, C, params, reg)
-            loss, grads = net.loss(X.copy(), y.copy())
-            results = [np.asarray(loss, dtype=np.float64)]
-            results += [grads[k] for k in PARAM_NAMES]
-            errors = []
-            for k in PARAM_NAMES:
+        record_network_loss(
+            out, label, lambda p, reg=reg: with_params(student, D, H, C, p, reg), params, X, y
+        )
 
-                def f(v, k=k):
-                    probe_net = with_params(student, D, H, C, {**params, k: v}, reg)
-                    return probe_net.loss(X.copy(), y.copy())[0]
 
-                numeric = numerical_gradient(f, params[k].copy())
-                grad = np.asarray(grads[k], dtype=np.float64)
-                errors.append(rel_error(grad, numeric) if grad.shape == numeric.shape else 1.0)
-            return results + [max(errors)]
+def record_network_loss(out, label: str, build, params: dict, X, y) -> None:
+    """Record a network's loss, each gradient, and the worst agreement of its gradients
+    with centred differences of its own loss.
 
-        keys = [f"loss:{label}"] + [f"grad:{k}, {label}" for k in PARAM_NAMES]
-        out.record(keys + [f"selfcheck:{label}"], compute)
+    build(params) -> a student's network holding copies of `params`: a fresh one for every
+    evaluation, so nothing a loss call leaves behind reaches the next.
+    """
+    names = list(params)
+
+    def compute():
+        loss, grads = build(params).loss(X.copy(), y.copy())
+        errors = []
+        for name in names:
+
+            def f(v, name=name):
+                return build({**params, name: v}).loss(X.copy(), y.copy())[0]
+
+            numeric = numerical_gradient(f, params[name].copy())
+            grad = np.asarray(grads[name], dtype=np.float64)
+            errors.append(rel_error(grad, numeric) if grad.shape == numeric.shape else 1.0)
+        return [np.asarray(loss, dtype=np.float64)] + [grads[n] for n in names] + [max(errors)]
+
+    keys = [f"loss:{label}"] + [f"grad:{n}, {label}" for n in names] + [f"selfcheck:{label}"]
+    out.record(keys, compute)
 
 
 register(

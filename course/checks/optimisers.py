@@ -9,7 +9,7 @@ never by the exact random numbers.
 
 import numpy as np
 
-from course.gradcheck import numerical_gradient, rel_error
+from course.checks.layers import record_network_loss
 from course.grading import Broken, Check, Rule, register
 
 NOTEBOOK = "04_optimisers/optimisers"
@@ -166,26 +166,9 @@ def probe_fully_connected_net(student, rng, out):
         regs = (0.0, float(rng.uniform(0.2, 0.8))) if label == "two hidden layers" else (0.0,)
         for reg in regs:
             case = f"{label}, {'with' if reg else 'without'} regularisation"
-            names = sorted(params)
-
-            def compute(dims=dims, params=params, X=X, y=y, reg=reg, names=names):
-                loss, grads = _fcn_with(student, dims, params, reg).loss(X.copy(), y.copy())
-                errors = []
-                for name in names:
-
-                    def f(v, name=name):
-                        net = _fcn_with(student, dims, {**params, name: v}, reg)
-                        return net.loss(X.copy(), y.copy())[0]
-
-                    numeric = numerical_gradient(f, params[name].copy())
-                    grad = np.asarray(grads[name], dtype=np.float64)
-                    errors.append(rel_error(grad, numeric) if grad.shape == numeric.shape else 1.0)
-                return (
-                    [np.asarray(loss, dtype=np.float64)] + [grads[n] for n in names] + [max(errors)]
-                )
-
-            keys = [f"loss:{case}"] + [f"grad:{n}, {case}" for n in names] + [f"selfcheck:{case}"]
-            out.record(keys, compute)
+            record_network_loss(
+                out, case, lambda p, d=dims, reg=reg: _fcn_with(student, d, p, reg), params, X, y
+            )
 
 
 register(
