@@ -143,7 +143,8 @@ def solution_namespace(
     """Execute a source notebook's first code cell (its imports) and its solution cells.
 
     That is all a hidden check needs of the solutions, and it skips the plots and training.
-    answers: {grade id: code} run instead of those solution cells (a student variant).
+    answers: {grade id: code} run instead of those solution cells (a student variant);
+    then a cell that raises is skipped, as a kernel goes on to the next cell.
     """
     code = [c for c in nb.cells if c.cell_type == "code"]
     wanted = code[:1] + [c for c in code[1:] if c.metadata.get("nbgrader", {}).get("solution")]
@@ -151,7 +152,11 @@ def solution_namespace(
     os.environ.setdefault("MPLBACKEND", "Agg")
     for cell in wanted:
         source = (answers or {}).get(cell.metadata.get("nbgrader", {}).get("grade_id"), cell.source)
-        exec(compile(source, f"<{origin}:{cell.id}>", "exec"), namespace)  # noqa: S102
+        try:
+            exec(compile(source, f"<{origin}:{cell.id}>", "exec"), namespace)  # noqa: S102
+        except Exception:
+            if answers is None:  # the solutions themselves must run
+                raise
     return namespace
 
 

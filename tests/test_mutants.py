@@ -9,6 +9,7 @@ real `nbgrader autograde`, and both ways must give the same scores.
 
 import functools
 
+import nbformat
 import pytest
 
 from course.build import notebook_from_text
@@ -60,6 +61,8 @@ def params():
 
 @pytest.mark.parametrize(("module", "kind", "variant"), list(params()))
 def test_variant(module, kind, variant):
+    for code in answers_of(module, variant).values():
+        compile(code, variant.name, "exec")  # a mutant that is a syntax error proves nothing
     full, got = max_scores(module), in_process(module, variant)
     if kind == "alternate":
         assert got == full, f"a correct implementation lost points: {got}"
@@ -89,10 +92,22 @@ def test_in_process_judging_agrees_with_nbgrader(module, tmp_path):
     chosen = sample(module)
     for index, variant in enumerate(chosen):
         batch.submit(f"variant{index}", batch.answered(answers_of(module, variant), trim=True))
+    batch.submit("blank", batch.release)
     batch.grade()
     graded = batch.scores()
     for index, variant in enumerate(chosen):
         assert graded[f"variant{index}"] == in_process(module, variant), variant.name
+    assert set(graded["blank"].values()) == {0.0}, "the blank release earns points"
+
+
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.ASSIGNMENT)
+def test_the_blank_release_earns_nothing_in_any_cell(module):
+    release = nbformat.read(
+        course_root() / "release" / module.ASSIGNMENT / f"{module.NOTEBOOK}.ipynb", as_version=4
+    )
+    nb = source_notebook(module.ASSIGNMENT, module.NOTEBOOK)
+    scores = judge_in_process(nb, solution_sources(release))
+    assert scores == dict.fromkeys(max_scores(module), 0.0)
 
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.ASSIGNMENT)
