@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
 
 from course import build
 from course.classroom import ScratchCourse, fill, solution_sources
+from course.kernel_client import PromptNotebookClient
 from course.paths import course_root
 
 BATCH = 4
@@ -35,7 +35,7 @@ def execute_seconds(path: Path, repeat: int = 1) -> float:
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
         start = time.perf_counter()
-        NotebookClient(
+        PromptNotebookClient(
             nb,
             timeout=600,
             kernel_name="python3",

@@ -21,6 +21,7 @@ from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Bool, Unicode
 
 from course import grading
+from course.kernel_client import PromptReplies
 
 
 def grade_id_of(cell) -> str | None:
@@ -103,11 +104,12 @@ class JudgeHiddenChecks(NbGraderPreprocessor):
 # ---------------------------------------------------------------- execution
 
 
-class GuardedExecute(Execute):
+class GuardedExecute(PromptReplies, Execute):
     """nbgrader's Execute, with each kernel in the sandbox (course.sandbox), and a kernel
     that dies or ignores the interrupt after a timeout cutting the notebook off there:
     the cells after it are not run (their hidden checks score zero, with the reason), the
-    cells before it keep their grades, and the notebook says what happened."""
+    cells before it keep their grades, and the notebook says what happened. Replies are
+    noticed promptly even where widgets hide them from the poll (course.kernel_client)."""
 
     sandbox = Bool(
         True,

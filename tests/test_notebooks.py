@@ -5,10 +5,10 @@ import time
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from course import build
 from course.classroom import nbgrader_meta
+from course.kernel_client import PromptNotebookClient
 from course.nbgrader_ext import judge_notebook
 from course.paths import course_root
 
@@ -23,7 +23,7 @@ def test_source_notebook_runs_with_full_marks(text):
     nb = nbformat.read(path, as_version=4)
     os.environ["COURSE_ROOT"] = str(ROOT)
     start = time.perf_counter()
-    NotebookClient(
+    PromptNotebookClient(
         nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
     ).execute()
     print(f"{path.relative_to(ROOT)}: {time.perf_counter() - start:.1f} s")  # see `make bench`
