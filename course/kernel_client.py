@@ -14,6 +14,7 @@ import time
 from queue import Empty
 
 from nbclient import NotebookClient
+from nbclient.util import run_sync
 
 SLICE = 0.5  # seconds: the most a missed wake-up can cost
 
@@ -43,6 +44,10 @@ class PromptReplies:
         for channel in (client.shell_channel, client.iopub_channel):
             wait_in_slices(channel)
         return client
+
+    # nbclient binds its synchronous twin to its own coroutine, and nbconvert's (so
+    # nbgrader's) execution starts the client through the twin: rebind it to ours.
+    start_new_kernel_client = run_sync(async_start_new_kernel_client)
 
 
 class PromptNotebookClient(PromptReplies, NotebookClient):

@@ -4,8 +4,9 @@ import asyncio
 from queue import Empty
 
 import pytest
+from nbformat.v4 import new_code_cell, new_notebook
 
-from course.kernel_client import SLICE, wait_in_slices
+from course.kernel_client import SLICE, PromptNotebookClient, wait_in_slices
 
 
 class Channel:
@@ -42,3 +43,12 @@ def test_no_timeout_means_wait_forever_in_slices():
     wait_in_slices(channel)
     asyncio.run(channel.get_msg(timeout=None))
     assert channel.timeouts == [SLICE] * 6
+
+
+def test_the_synchronous_set_up_wraps_the_channels_too():
+    # nbconvert's ExecutePreprocessor (so nbgrader's autograde) starts kernels this way.
+    nb = new_notebook(cells=[new_code_cell("1 + 1")])
+    client = PromptNotebookClient(nb, kernel_name="python3")
+    with client.setup_kernel():
+        for channel in (client.kc.shell_channel, client.kc.iopub_channel):
+            assert "wait_in_slices" in channel.get_msg.__qualname__
