@@ -20,6 +20,14 @@ def loss_curve(
     return ax
 
 
+def _on_grid(predict, X: np.ndarray, pad: float, size: int):
+    """A size x size grid covering X with a margin, and predict's values on it."""
+    xs = np.linspace(X[:, 0].min() - pad, X[:, 0].max() + pad, size)
+    ys = np.linspace(X[:, 1].min() - pad, X[:, 1].max() + pad, size)
+    gx, gy = np.meshgrid(xs, ys)
+    return gx, gy, predict(np.stack([gx.ravel(), gy.ravel()], axis=1)).reshape(gx.shape)
+
+
 def decision_boundary(
     predict: Callable[[np.ndarray], np.ndarray],
     X: np.ndarray,
@@ -29,11 +37,7 @@ def decision_boundary(
 ):
     """Shade where predict(points) > 0 over a grid that covers X; scatter X coloured by y."""
     ax = ax or plt.subplots(figsize=(4.5, 4))[1]
-    pad = 0.5
-    xs = np.linspace(X[:, 0].min() - pad, X[:, 0].max() + pad, 120)
-    ys = np.linspace(X[:, 1].min() - pad, X[:, 1].max() + pad, 120)
-    gx, gy = np.meshgrid(xs, ys)
-    scores = predict(np.stack([gx.ravel(), gy.ravel()], axis=1)).reshape(gx.shape)
+    gx, gy, scores = _on_grid(predict, X, pad=0.5, size=120)
     ax.contourf(gx, gy, scores > 0, levels=[-0.5, 0.5, 1.5], colors=["#f4c6c6", "#c6d8f4"])
     ax.contour(gx, gy, scores, levels=[0.0], colors="k", linewidths=1)
     ax.scatter(X[:, 0], X[:, 1], c=y, cmap="coolwarm", edgecolors="k", s=25)
@@ -113,11 +117,7 @@ def decision_regions(
 ):
     """Colour the plane by the class predict(points) gives (labels 0..C-1); scatter X by y."""
     ax = ax or plt.subplots(figsize=(4.5, 4))[1]
-    pad = 0.3
-    xs = np.linspace(X[:, 0].min() - pad, X[:, 0].max() + pad, 150)
-    ys = np.linspace(X[:, 1].min() - pad, X[:, 1].max() + pad, 150)
-    gx, gy = np.meshgrid(xs, ys)
-    classes = predict(np.stack([gx.ravel(), gy.ravel()], axis=1)).reshape(gx.shape)
+    gx, gy, classes = _on_grid(predict, X, pad=0.3, size=150)
     k = int(max(classes.max(), y.max())) + 1
     ax.contourf(
         gx, gy, classes, levels=np.arange(k + 1) - 0.5, cmap="tab10", vmin=0, vmax=9, alpha=0.3

@@ -64,17 +64,15 @@ def probe_affine_backward(student, rng, out):
             for key, grad in (("x", dx), ("w", dw), ("b", db)):
 
                 def f(v, key=key):
-                    return student.affine_forward(**{**_copies_dict(inputs), key: v})[0]
+                    return student.affine_forward(
+                        **{**{k: a.copy() for k, a in inputs.items()}, key: v}
+                    )[0]
 
                 numeric = numerical_gradient(f, inputs[key].copy(), dout)
                 errors.append(rel_error(grad, numeric) if np.shape(grad) == numeric.shape else 1.0)
             return dx, dw, db, max(errors)
 
         out.record([f"dx:{name}", f"dw:{name}", f"db:{name}", f"selfcheck:{name}"], compute)
-
-
-def _copies_dict(arrays: dict) -> dict:
-    return {k: v.copy() for k, v in arrays.items()}
 
 
 register(

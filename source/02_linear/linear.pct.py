@@ -137,13 +137,21 @@ print(f"SVM loss at initialisation: {loss:.4f} (expect about {num_classes - 1})"
 
 W_small, X_small = rng.standard_normal((7, 4)), rng.standard_normal((20, 7))
 y_small = rng.integers(0, 4, 20)
-for reg in (0.0, 0.1):
-    loss, dW = svm_loss_naive(W_small, X_small, y_small, reg)
-    numeric = numerical_gradient(
-        lambda W, reg=reg: svm_loss_naive(W, X_small, y_small, reg)[0], W_small.copy()
-    )
-    print(f"reg = {reg}: relative error of dW {rel_error(dW, numeric):.1e} (below 1e-7 is right)")
-    assert rel_error(dW, numeric) < 1e-7
+
+
+def check_gradient(loss_fn):
+    """dW of loss_fn against centred differences on the small problem, with and without reg."""
+    for reg in (0.0, 0.1):
+        _, dW = loss_fn(W_small, X_small, y_small, reg)
+        numeric = numerical_gradient(
+            lambda W, reg=reg: loss_fn(W, X_small, y_small, reg)[0], W_small.copy()
+        )
+        error = rel_error(dW, numeric)
+        print(f"reg = {reg}: relative error of dW {error:.1e} (below 1e-7 is right)")
+        assert error < 1e-7
+
+
+check_gradient(svm_loss_naive)
 
 # %% nbgrader={"grade": true, "grade_id": "svm_loss_naive", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 # Hidden check (2 points): loss and gradient on hidden W, X, y (N, D and C all different),
@@ -306,13 +314,7 @@ def softmax_loss_naive(W, X, y, reg):
 loss, _ = softmax_loss_naive(W0, X_train[:100], y_train[:100], 0.0)
 print(f"softmax loss at initialisation: {loss:.4f} (expect about log(10) = {np.log(10):.4f})")
 
-for reg in (0.0, 0.1):
-    loss, dW = softmax_loss_naive(W_small, X_small, y_small, reg)
-    numeric = numerical_gradient(
-        lambda W, reg=reg: softmax_loss_naive(W, X_small, y_small, reg)[0], W_small.copy()
-    )
-    print(f"reg = {reg}: relative error of dW {rel_error(dW, numeric):.1e} (below 1e-7 is right)")
-    assert rel_error(dW, numeric) < 1e-7
+check_gradient(softmax_loss_naive)
 
 
 def check_large_scores(loss_fn):
