@@ -2,17 +2,16 @@
 
 nbgrader grades what it can and logs the rest among hundreds of lines: a notebook saved
 under another name is "skipped", an unreadable one is a traceback, a crashed kernel
-deletes the student's autograded folder. This command runs the same `nbgrader autograde`,
-then reports one line per submission: its score, or why it was not graded, and which
-cells timed out. Submissions are only read, never changed.
+deletes the student's autograded folder. This command grades with nbgrader's own
+Autograde converter, on parallel workers (course.parallel), records the grades in one
+process (course.recording), then reports one line per submission: its score, or why it
+was not graded, and which cells timed out. Submissions are only read, never changed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +20,7 @@ import nbformat
 from nbformat.reader import NotJSONError
 
 from course.build import nbgrader
-from course.paths import gradebook_url, tool_env
+from course.paths import gradebook_url
 
 
 @dataclass
@@ -109,35 +108,6 @@ def assignment_in_gradebook(root: Path, assignment: str) -> bool:
             return False
 
 
-def autograde_with_progress(root: Path, assignment: str, total: int, *flags: str):
-    """`nbgrader autograde`, with a text progress bar on stderr fed by nbgrader's log."""
-    from tqdm import tqdm
-
-    cmd = [sys.executable, "-m", "nbgrader", "autograde", assignment, "--force", *flags]
-    proc = subprocess.Popen(
-        cmd, cwd=root, env=tool_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    done, lines = set(), []
-    with tqdm(
-        total=total,
-        desc=f"grading {assignment}",
-        unit="submission",
-        disable=total < 2 or not sys.stderr.isatty(),
-    ) as bar:
-        for line in proc.stderr:
-            lines.append(line)
-            if "Writing" in line and (found := WRITTEN.search(line)) and found[1] not in done:
-                done.add(found[1])
-                bar.update(1)
-        bar.update(total - bar.n)
-    stdout = proc.stdout.read()
-    proc.wait()
-    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, "".join(lines))
-
-
-WRITTEN = re.compile(r"autograded/([^/]+)/")
-
-
 def submission_digest(folder: Path) -> str:
     """A fingerprint of a submission's files: a re-run regrades only what changed."""
     digest = hashlib.sha256()
@@ -145,6 +115,59 @@ def submission_digest(folder: Path) -> str:
         digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
     return digest.hexdigest()
+
+
+def record_all(
+    root: Path,
+    assignment: str,
+    students: list[str],
+    statuses: dict[str, Status],
+    workers: int,
+    scheduler: str | None,
+    sandboxed: bool,
+) -> None:
+    """Grade `students` on workers (course.parallel) and record each as it finishes, in
+    this process alone (course.recording); a text progress bar on stderr. nbgrader's log
+    of every submission is kept in .nbgrader/logs/autograde-<assignment>.log."""
+    from tqdm import tqdm
+
+    from course import parallel
+    from course.recording import Recorder
+
+    try:
+        config = parallel.load_config(root)
+    except Exception as exc:
+        # nbgrader would grade with its defaults: no sandbox, no verdicts. Never.
+        raise RuntimeError(f"nbgrader_config.py failed to load; nothing was graded: {exc}") from exc
+    logs = []
+    with (
+        Recorder(root, assignment, config) as recorder,
+        tqdm(
+            total=len(students),
+            desc=f"grading {assignment}",
+            unit="submission",
+            disable=len(students) < 2 or not sys.stderr.isatty(),
+        ) as bar,
+    ):
+        for job, result in parallel.grade_all(
+            root, assignment, students, workers, scheduler, sandboxed
+        ):
+            student = job["student"]
+            logs.append(f"==> {student}\n{result.get('log', '')}")
+            if "error" in result:
+                statuses[student].problems.append(f"not graded: {result['error']}")
+            else:
+                try:
+                    recorder.record(student, result["files"])
+                except Exception as exc:  # noqa: BLE001 (reported; the gradebook rolled back)
+                    statuses[student].problems.append(
+                        f"not graded: its grades could not be recorded ({type(exc).__name__}: "
+                        f"{str(exc)[:200]})"
+                    )
+            bar.update(1)
+    log_path = root / ".nbgrader" / "logs" / f"autograde-{assignment}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.write_text("\n".join(sorted(logs)))
 
 
 def digests_path(root: Path, assignment: str) -> Path:
@@ -163,12 +186,12 @@ def grade(
     """Autograde the submissions of `assignment` in course directory `root`.
 
     sandboxed: False grades with kernels outside the sandbox, on purpose only.
-    workers, scheduler: execute on this many local workers, or on a Dask cluster
-    (course.parallel); the gradebook is written by one process either way.
+    workers, scheduler: grade on this many local worker processes, or on a Dask cluster
+    (course.parallel); only this process writes the gradebook (course.recording).
     force: False regrades only submissions that are new or changed since they were graded.
     Raises SandboxUnavailable, before grading anything, where no sandbox can start.
     """
-    from course import parallel, sandbox
+    from course import sandbox
 
     if sandboxed and not scheduler:
         sandbox.check_available()  # a cluster's workers check their own
@@ -199,36 +222,15 @@ def grade(
     }
     todo = [s for s, st in statuses.items() if not st.problems and s not in unchanged]
 
-    flags = [f"--GuardedExecute.sandbox={sandboxed}"]
-    if todo and (workers > 1 or scheduler):
-        cache, failed = parallel.execute_all(root, assignment, todo, workers, scheduler, sandboxed)
-        for student, reason in failed.items():
-            statuses[student].problems.append(f"not graded: {reason}")
-        todo = [s for s in todo if s not in failed]
-        flags = [f"--GuardedExecute.replay_from={cache}", "--JudgeHiddenChecks.enabled=False"]
     if todo:
-        skip = sorted(set(statuses) - set(todo))
-        if skip:
-            flags.append(f"--CourseDirectory.student_id_exclude={','.join(skip)}")
-        proc = autograde_with_progress(root, assignment, len(todo), *flags)
-        log_path = root / ".nbgrader" / "logs" / f"autograde-{assignment}.log"
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        log_path.write_text(proc.stdout + proc.stderr)
-        if "Exception while loading config file" in proc.stderr:
-            # nbgrader then grades with its defaults: no sandbox, no verdicts. Never report it.
-            raise RuntimeError(
-                f"nbgrader_config.py failed to load; nothing was graded correctly. See {log_path}"
-            )
+        record_all(root, assignment, todo, statuses, workers, scheduler, sandboxed)
     graded = scores(root, assignment)
     for student, status in statuses.items():
         out_dir = root / "autograded" / student / assignment
         if status.problems:
             continue  # not graded: the preflight or the worker says why
         if not out_dir.is_dir():
-            status.problems.append(
-                "the kernel died while grading (a crash, os._exit or out "
-                "of memory); nbgrader removed its autograded copy"
-            )
+            status.problems.append("not graded: its autograded folder is missing")
             continue
         for name in expected:
             status.problems += [f"{name}: {what}" for what in interruptions(out_dir / name)]

@@ -79,7 +79,7 @@ def _demo(args) -> int:
 def _bench(args) -> int:
     from course import bench
 
-    return bench.main(notebooks_only=args.notebooks)
+    return bench.main(notebooks_only=args.notebooks, class_only=args.class_only)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,6 +127,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     bench.add_argument(
         "--notebooks", action="store_true", help="only each notebook's execution time"
+    )
+    bench.add_argument(
+        "--class",
+        dest="class_only",
+        action="store_true",
+        help="only the throughput of grading a class of generated submissions",
     )
     args = parser.parse_args(argv)
     # nbgrader's API runs `alembic` by name: make this environment's tools findable even

@@ -10,15 +10,13 @@
 from __future__ import annotations
 
 import base64
-from pathlib import Path
 
-import nbformat
 from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from traitlets import Bool, Unicode
+from traitlets import Bool
 
 from course import grading
 from course.kernel_client import PromptReplies
@@ -91,14 +89,8 @@ def judge_notebook(nb: NotebookNode) -> NotebookNode:
 class JudgeHiddenChecks(NbGraderPreprocessor):
     """After Execute: the verdict of every hidden check, decided outside the kernel."""
 
-    enabled = Bool(
-        True,
-        help="Off on parallel workers, which only execute: the verdicts are decided "
-        "where the gradebook is written (course.parallel).",
-    ).tag(config=True)
-
     def preprocess(self, nb, resources):
-        return (judge_notebook(nb) if self.enabled else nb), resources
+        return judge_notebook(nb), resources
 
 
 # ---------------------------------------------------------------- execution
@@ -117,16 +109,9 @@ class GuardedExecute(PromptReplies, Execute):
         "`course grade --unsandboxed`, or `--GuardedExecute.sandbox=False`.",
     ).tag(config=True)
 
-    replay_from = Unicode(
-        "",
-        help="A folder of notebooks already executed by parallel workers "
-        "(<folder>/<student>/<notebook>.ipynb): take each cell's outputs from there instead "
-        "of running a kernel (course.parallel).",
-    ).tag(config=True)
-
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        if self.sandbox and not self.replay_from:
+        if self.sandbox:
             from course import sandbox
 
             sandbox.check_available()
@@ -134,8 +119,6 @@ class GuardedExecute(PromptReplies, Execute):
 
     def preprocess(self, nb, resources, retries=None):
         self._cut_off = None
-        if self.replay_from:
-            return replay(nb, resources, Path(self.replay_from)), resources
         return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, index):
@@ -172,18 +155,3 @@ class GuardedExecute(PromptReplies, Execute):
 
 
 CUT_OFF = "GradingCutOff"
-
-
-def replay(nb: NotebookNode, resources: dict, folder: Path) -> NotebookNode:
-    """Give nb's code cells the outputs of the same submission executed elsewhere."""
-    meta = resources["nbgrader"]
-    path = folder / meta["student"] / f"{meta['notebook']}.ipynb"
-    if not path.exists():
-        raise FileNotFoundError(f"no executed copy of this submission at {path}")
-    executed = nbformat.read(path, as_version=4)
-    if [c.source for c in executed.cells] != [c.source for c in nb.cells]:
-        raise ValueError(f"the executed copy at {path} is of another version of this notebook")
-    for cell, done in zip(nb.cells, executed.cells, strict=True):
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = done.outputs, done.execution_count
-    return nb

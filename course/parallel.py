@@ -1,42 +1,42 @@
-"""Grade a class fast: execute submissions on many workers, record them with one writer.
+"""Grade a class fast: grade submissions on many workers, record them with one writer.
 
-nbgrader grades one submission after another, and the notebooks' execution is nearly all
-of the cost. So `course grade --workers N` (or `--scheduler tcp://host:8786` for a Dask
-cluster) splits the work in two:
+nbgrader grades one submission after another, in one process. `course grade` splits the
+work in two:
 
-1. **Execute, in parallel.** Submissions go to workers in chunks. A chunk is
-   self-contained (the course's files for the assignment plus the chunk's submissions, as
-   bytes, with a gradebook that knows only the assignment), so a worker needs the
-   `course` package installed (with nbgrader and bubblewrap) but not the course
-   directory. The worker runs the real `nbgrader autograde` in a scratch folder, kernels
-   sandboxed, verdicts decided by `JudgeHiddenChecks` in the worker's own process (never
-   in a student kernel), and returns the graded notebooks.
-2. **Record, once.** The parent runs one `nbgrader autograde` over those submissions with
-   `GuardedExecute.replay_from` set: every step of the usual pipeline runs (overwriting
-   test cells, saving grades, late penalties), except that each cell's outputs are taken
-   from the worker's copy instead of executing and judging again. So the scores and
-   autograded notebooks are those of a sequential run, and only this one process writes
-   the gradebook.
+1. **Grade, in parallel.** Each submission is a task for a worker: a process of this
+   machine (`--workers N`) or of a Dask cluster (`--scheduler tcp://host:8786`). The worker
+   runs nbgrader's own `Autograde` converter, in its own process (no interpreter start per
+   submission), in a scratch copy of the assignment with a private gradebook: kernels
+   sandboxed, verdicts decided by `JudgeHiddenChecks` in the worker (never in a student
+   kernel). It returns the autograded folder, as bytes. A worker needs the `course`
+   package installed (with nbgrader and bubblewrap) but not the course directory: each
+   task carries the assignment's files and one submission.
+2. **Record, once.** Only the parent process writes: it installs each autograded folder
+   and records its grades with nbgrader's own `SaveAutoGrades` and late-penalty logic
+   (course.recording), one transaction per submission.
 
-A chunk that fails (a worker killed, the scheduler lost) leaves its submissions reported
-as not graded, with the reason; nothing of it reaches the gradebook.
+A task that fails (its worker killed, the scheduler lost, nbgrader raising) leaves its
+submission reported as not graded, with the reason; nothing of it reaches the gradebook.
 """
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures
-import math
+import hashlib
+import multiprocessing
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+import threading
+import traceback
+from collections.abc import Iterator
 from pathlib import Path
 
-from course.build import nbgrader
-from course.paths import tool_env
-
-CHUNK_LIMIT = 10  # submissions per chunk at most
 PASSED_ENV = ("COURSE_CELL_TIMEOUT",)
+
+
+# ---------------------------------------------------------------- what a task carries
 
 
 def course_files(root: Path, assignment: str) -> dict[str, bytes]:
@@ -59,144 +59,232 @@ def submission_files(root: Path, assignment: str, student: str) -> dict[str, byt
     }
 
 
-def template_gradebook(files: dict[str, bytes], assignment: str) -> bytes:
-    """A gradebook that knows the assignment and its grade cells, and no student: made once
-    per run, so that workers need not run `nbgrader generate_assignment` for each chunk."""
-    with tempfile.TemporaryDirectory(prefix="course-template-") as scratch:
-        root = Path(scratch)
-        for rel, data in files.items():
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_bytes(data)
-        private_db = f"sqlite:///{root / 'gradebook.db'}?timeout=30"
-        env = tool_env(COURSE_ROOT=str(root), COURSE_DB_URL=private_db)
-        nbgrader(root, "generate_assignment", assignment, "--force", env=env)
-        return (root / "gradebook.db").read_bytes()
-
-
-def make_payload(
-    root: Path,
-    assignment: str,
-    students: list[str],
-    sandboxed: bool,
-    course: dict[str, bytes],
-    gradebook: bytes,
-) -> dict:
+def make_job(root: Path, assignment: str, student: str, sandboxed: bool) -> dict:
     return {
         "assignment": assignment,
-        "course": course,
-        "gradebook": gradebook,
-        "submissions": {s: submission_files(root, assignment, s) for s in students},
+        "student": student,
+        "files": submission_files(root, assignment, student),
         "sandboxed": sandboxed,
         "env": {k: os.environ[k] for k in PASSED_ENV if k in os.environ},
     }
 
 
-def execute(payload: dict) -> dict:
-    """On a worker: execute a chunk of submissions; return their executed notebooks.
+# ---------------------------------------------------------------- on a worker
 
-    Returns {"executed": {student: {notebook file: bytes}}, "failed": {student: reason}}.
+# One submission at a time per process: the course's nbgrader_config.py and the sandbox
+# read the process's environment (COURSE_ROOT), so a Dask worker runs one task at a time.
+_GRADING = threading.Lock()
+_PREPARED: dict[str, Path] = {}
+
+
+def _write_tree(root: Path, files: dict[str, bytes]) -> None:
+    for rel, data in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+
+def load_config(root: Path):
+    """The course's nbgrader configuration, as `nbgrader` itself would load it at `root`."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    return PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+
+
+def _prepared_course(course: dict[str, bytes], assignment: str) -> Path:
+    """A scratch copy of the assignment, with a private gradebook that knows it (made by
+    nbgrader's own GenerateAssignment): once per worker process and course version."""
+    from nbgrader.converters import GenerateAssignment
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.utils import capture_log
+
+    digest = hashlib.sha256()
+    for rel in sorted(course):
+        digest.update(rel.encode() + b"\0" + hashlib.sha256(course[rel]).digest())
+    key = f"{assignment}-{digest.hexdigest()[:16]}"
+    if key in _PREPARED:
+        return _PREPARED[key]
+    # Under the temporary folder, which the sandbox hides from every kernel.
+    root = Path(tempfile.mkdtemp(prefix="course-worker-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    _write_tree(root, course)
+    config = _worker_config(root)
+    coursedir = CourseDirectory(config=config, assignment_id=assignment)
+    generate = GenerateAssignment(coursedir=coursedir, config=config)
+    generate.force = True
+    made = capture_log(generate)
+    if not made["success"]:
+        raise RuntimeError(f"nbgrader generate_assignment failed: {_reason(made)}")
+    _PREPARED[key] = root
+    return root
+
+
+def _worker_config(root: Path):
+    from course.paths import tool_env
+
+    # Kernels inherit this process's environment: they see the private gradebook's address,
+    # never the course's (which may carry a PostgreSQL password).
+    os.environ["COURSE_DB_URL"] = f"sqlite:///{root / 'gradebook.db'}?timeout=30"
+    os.environ["PATH"] = tool_env()["PATH"]  # nbgrader runs `alembic` by name
+    return load_config(root)
+
+
+def grade_submission(job: dict, course: dict[str, bytes]) -> dict:
+    """On a worker: autograde one submission; return its autograded folder.
+
+    Returns {"student", "files": {path: (bytes, mode)}, "log"}, or {"student", "error",
+    "log"} when nbgrader could not grade it.
     """
-    assignment = payload["assignment"]
-    with tempfile.TemporaryDirectory(prefix="course-worker-") as scratch:
-        root = Path(scratch)
-        for rel, data in payload["course"].items():
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_bytes(data)
-        for student, files in payload["submissions"].items():
-            for rel, data in files.items():
-                path = root / "submitted" / student / assignment / rel
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(data)
-        # A private gradebook: the course's own is written by the parent alone.
-        private_db = f"sqlite:///{root / 'gradebook.db'}?timeout=30"
-        env = tool_env(COURSE_ROOT=str(root), COURSE_DB_URL=private_db, **payload["env"])
-        (root / "gradebook.db").write_bytes(payload["gradebook"])  # the assignment, no one else
-        sandbox = f"--GuardedExecute.sandbox={payload['sandboxed']}"
-        proc = nbgrader(root, "autograde", assignment, "--force", sandbox, env=env, check=False)
-        executed, failed = {}, {}
-        for student in payload["submissions"]:
-            out = root / "autograded" / student / assignment
-            if out.is_dir():
-                executed[student] = {p.name: p.read_bytes() for p in sorted(out.glob("*.ipynb"))}
-            else:
-                failed[student] = "the worker could not grade it: " + last_error(proc.stderr)
-        return {"executed": executed, "failed": failed}
+    from nbgrader.converters import Autograde
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
+    from nbgrader.utils import capture_log
+
+    assignment, student = job["assignment"], job["student"]
+    with _GRADING:
+        os.environ.update(job["env"])
+        root = _prepared_course(course, assignment)
+        submitted = root / "submitted" / student
+        autograded = root / "autograded" / student
+        try:
+            _write_tree(submitted / assignment, job["files"])
+            config = _worker_config(root)
+            config.GuardedExecute.sandbox = job["sandboxed"]
+            # Grades are recorded by the parent, in the course's gradebook; the private one
+            # needs none. Neither step changes the notebook.
+            config.Autograde.autograde_preprocessors = [
+                p
+                for p in config.Autograde.autograde_preprocessors
+                if p not in (SaveAutoGrades, AssignLatePenalties)
+            ]
+            coursedir = CourseDirectory(config=config, assignment_id=assignment, student_id=student)
+            app = Autograde(coursedir=coursedir, config=config)
+            app.force = True
+            ran = capture_log(app)
+            out = autograded / assignment
+            if not ran["success"] or not out.is_dir():
+                reason = f"nbgrader could not grade it: {_reason(ran)}"
+                return {"student": student, "error": reason, "log": ran.get("log", "")}
+            files = {
+                p.relative_to(out).as_posix(): (p.read_bytes(), p.stat().st_mode & 0o777)
+                for p in sorted(out.rglob("*"))
+                if p.is_file()
+            }
+            return {"student": student, "files": files, "log": ran.get("log", "")}
+        finally:
+            shutil.rmtree(submitted, ignore_errors=True)
+            shutil.rmtree(autograded, ignore_errors=True)
 
 
-def last_error(log: str) -> str:
-    errors = [line.strip() for line in log.splitlines() if "ERROR" in line]
-    return errors[-1][:300] if errors else "no reason in nbgrader's log"
+def _reason(ran: dict) -> str:
+    """One line: what nbgrader said went wrong (its first error, or its exception)."""
+    lines = [line.strip() for line in ran.get("log", "").splitlines() if "[ERROR]" in line]
+    if lines:  # the first says what went wrong; the last ones, where to look
+        return lines[0].removeprefix("[ERROR]").strip()[:300]
+    error = (ran.get("error") or "no reason given").strip().splitlines()
+    return error[-1][:300]
 
 
-def chunks(students: list[str], workers: int) -> list[list[str]]:
-    """Chunks of at most CHUNK_LIMIT submissions, as many for each worker: balanced, and a
-    lost worker loses little. Each chunk costs one nbgrader start-up on its worker."""
-    if not students:
-        return []
-    rounds = math.ceil(len(students) / (workers * CHUNK_LIMIT))
-    count = min(len(students), workers * rounds)
-    return [c for c in (students[i::count] for i in range(count)) if c]
+def guarded(job: dict, course: dict[str, bytes]) -> dict:
+    """grade_submission, with any exception turned into a reason (it pickles, always)."""
+    try:
+        return grade_submission(job, course)
+    except Exception as exc:  # noqa: BLE001 (reported for this submission)
+        detail = traceback.format_exception_only(exc)[-1].strip()
+        return {"student": job["student"], "error": f"its worker failed: {detail[:300]}"}
 
 
-def run_local(payloads: list[dict], workers: int) -> Iterator[tuple[int, dict | Exception]]:
-    """Execute payloads with `workers` at a time on this machine (each is a subprocess)."""
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(execute, p): i for i, p in enumerate(payloads)}
+# ---------------------------------------------------------------- where the workers are
+
+
+def quiet(log: Path) -> None:
+    """In a worker process: what kernels print on their own (start-up notes, crashes) goes
+    to `log`, not over the progress bar and the table."""
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+def run_local(
+    jobs: list[dict], course: dict[str, bytes], workers: int, log: Path
+) -> Iterator[tuple[dict, dict]]:
+    """Grade jobs in `workers` processes of this machine; yield (job, result) as each ends.
+
+    Workers are forked from this process, so they start with its imports done (nbgrader
+    takes seconds to import). A worker that dies fails the submissions still in the pool.
+    """
+    context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+    with concurrent.futures.ProcessPoolExecutor(
+        workers, mp_context=context, initializer=quiet, initargs=(log,)
+    ) as pool:
+        futures = {pool.submit(guarded, job, course): job for job in jobs}
         for future in concurrent.futures.as_completed(futures):
+            job = futures[future]
             try:
-                yield futures[future], future.result()
-            except Exception as exc:  # noqa: BLE001 (reported per submission)
-                yield futures[future], exc
+                yield job, future.result()
+            except Exception as exc:  # noqa: BLE001 (a worker process died)
+                yield job, lost(job, exc)
 
 
-def run_dask(payloads: list[dict], scheduler: str) -> Iterator[tuple[int, dict | Exception]]:
-    """Execute payloads on the workers of the Dask scheduler at `scheduler`."""
+def run_dask(
+    jobs: list[dict], course: dict[str, bytes], scheduler: str
+) -> Iterator[tuple[dict, dict]]:
+    """Grade jobs on the workers of the Dask scheduler at `scheduler`."""
     from distributed import Client, as_completed
 
-    with Client(scheduler, timeout="20s") as client:
-        futures = client.map(execute, payloads, pure=False, retries=0)
-        index = {f.key: i for i, f in enumerate(futures)}
-        for future in as_completed(futures):
-            try:
-                yield index[future.key], future.result()
-            except Exception as exc:  # noqa: BLE001 (a killed worker, a lost connection)
-                yield index[future.key], exc
+    try:
+        client = Client(scheduler, timeout="20s")
+    except Exception as exc:  # noqa: BLE001 (nothing listens there)
+        for job in jobs:
+            yield job, lost(job, exc, "the cluster failed")
+        return
+    with client:
+        shared = client.scatter(course, broadcast=True)  # sent once to each worker
+        futures = [client.submit(guarded, job, shared, pure=False, retries=0) for job in jobs]
+        index = {f.key: job for f, job in zip(futures, jobs, strict=True)}
+        try:
+            for future in as_completed(futures):
+                job = index[future.key]
+                try:
+                    yield job, future.result()
+                except Exception as exc:  # noqa: BLE001 (a killed worker)
+                    yield job, lost(job, exc)
+        except Exception as exc:  # noqa: BLE001 (the scheduler went away)
+            pending = [index[f.key] for f in futures if not f.done()]
+            for job in pending:
+                yield job, lost(job, exc, "the cluster failed")
 
 
-def execute_all(
+def lost(job: dict, exc: BaseException, what: str = "its worker failed") -> dict:
+    return {"student": job["student"], "error": f"{what} ({type(exc).__name__}: {str(exc)[:200]})"}
+
+
+def warm_imports() -> None:
+    """Import what grading needs once, here: forked workers then start with it loaded."""
+    import nbgrader.converters  # noqa: F401
+    import nbgrader.preprocessors  # noqa: F401
+
+    import course.feedback_figures  # noqa: F401 (matplotlib)
+    import course.nbgrader_ext  # noqa: F401
+
+
+def grade_all(
     root: Path,
     assignment: str,
     students: list[str],
     workers: int,
     scheduler: str | None,
     sandboxed: bool,
-    progress: Callable[[int], None] = lambda n: None,
-) -> tuple[Path, dict[str, str]]:
-    """Execute submissions in parallel into the replay cache; return it and the failures."""
-    cache = root / ".nbgrader" / "executed" / assignment
-    for student in students:
-        shutil.rmtree(cache / student, ignore_errors=True)
-    groups = chunks(students, workers)
+) -> Iterator[tuple[dict, dict]]:
+    """Grade `students`' submissions on local workers or a Dask cluster; yield (job, result)
+    in the order they finish. Reads the course directory; writes nothing."""
+    warm_imports()
     course = course_files(root, assignment)
-    gradebook = template_gradebook(course, assignment)
-    payloads = [make_payload(root, assignment, g, sandboxed, course, gradebook) for g in groups]
-    runs = run_dask(payloads, scheduler) if scheduler else run_local(payloads, workers)
-    failed: dict[str, str] = {}
-    try:
-        for index, result in runs:
-            if isinstance(result, Exception):
-                reason = f"its worker failed ({type(result).__name__}: {str(result)[:200]})"
-                failed.update(dict.fromkeys(groups[index], reason))
-            else:
-                failed.update(result["failed"])
-                for student, notebooks in result["executed"].items():
-                    (cache / student).mkdir(parents=True, exist_ok=True)
-                    for name, data in notebooks.items():
-                        (cache / student / name).write_bytes(data)
-            progress(len(groups[index]))
-    except Exception as exc:  # noqa: BLE001 (the scheduler itself went away)
-        reason = f"the cluster failed ({type(exc).__name__}: {str(exc)[:200]})"
-        for student in students:
-            if not (cache / student).exists():
-                failed.setdefault(student, reason)
-    return cache, failed
+    jobs = [make_job(root, assignment, s, sandboxed) for s in students]
+    if scheduler:
+        return run_dask(jobs, course, scheduler)
+    log = root / ".nbgrader" / "logs" / f"workers-{assignment}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("")
+    return run_local(jobs, course, max(1, min(workers, len(jobs))), log)

@@ -22,8 +22,16 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("parallel")]
 ASSIGNMENT, NOTEBOOK = "01_backprop", "backprop"
 
 
+DUE = "2026-01-10 12:00:00"
+
+
 def submit_class(batch):
-    """Five students: right, blank, two classic bugs, and one cut off by a crash."""
+    """Five students: right, blank, two classic bugs, and one cut off by a crash. Dora
+    submits late, and late work scores zero in this course's copy (nbgrader's "zero"
+    late-penalty method), so that the penalty's path is compared too."""
+    config = batch.course.root / "nbgrader_config.py"
+    config.write_text(config.read_text() + '\nc.LateSubmissionPlugin.penalty_method = "zero"\n')
+    batch.course.nbgrader("db", "assignment", "add", ASSIGNMENT, f"--duedate={DUE}")
     solutions = batch.solutions
     overwrite = solutions["value_core"].replace(
         "self.grad += out.grad\n            other.grad += out.grad",
@@ -36,6 +44,13 @@ def submit_class(batch):
     batch.submit("blaise", batch.release)
     batch.submit("carl", batch.answered({"value_core": overwrite}, trim=True))
     batch.submit("dora", batch.answered({"eval_numerical_gradient_solution": forward}, trim=True))
+    (batch.course.root / "submitted" / "dora" / ASSIGNMENT / "timestamp.txt").write_text(
+        "2026-01-11 09:30:00"
+    )
+    for student in ("ada", "carl"):  # on time
+        (batch.course.root / "submitted" / student / ASSIGNMENT / "timestamp.txt").write_text(
+            "2026-01-09 17:00:00"
+        )
     batch.submit("emmy", batch.answered({"value_more_ops": "import os\nos._exit(1)"}, trim=True))
 
 
@@ -72,6 +87,33 @@ def test_parallel_scores_equal_sequential_nbgrader(twins):
     assert parallel.scores() == sequential.scores()
     assert parallel.scores()["ada"] == parallel.max_scores()
     assert sum(parallel.scores()["blaise"].values()) == 0
+
+
+def gradebook_rows(batch) -> dict[str, tuple]:
+    """{student: (timestamp, seconds late, score, late penalty, needs manual grade)}."""
+    from nbgrader.api import Gradebook
+
+    from course.paths import gradebook_url
+
+    with Gradebook(gradebook_url(batch.course.root)) as gb:
+        return {
+            s.student.id: (
+                s.timestamp,
+                s.total_seconds_late,
+                s.score,
+                [nb.late_submission_penalty for nb in s.notebooks],
+                s.needs_manual_grade,
+            )
+            for s in gb.find_assignment(ASSIGNMENT).submissions
+        }
+
+
+def test_parallel_gradebook_equals_sequential_with_late_penalties(twins):
+    sequential, parallel, _ = twins
+    rows = gradebook_rows(parallel)
+    assert rows == gradebook_rows(sequential)
+    assert rows["dora"][1] > 0 and rows["dora"][3] == [rows["dora"][2]]  # late: scored zero
+    assert rows["ada"][1] == 0 and rows["ada"][3] == [None]
 
 
 def test_parallel_autograded_notebooks_equal_sequential(twins):
@@ -142,12 +184,10 @@ def test_a_lost_scheduler_grades_nothing_and_says_so(tmp_path):
 def test_only_the_parent_writes_the_gradebook(twins):
     _, parallel, _ = twins
     # Workers grade in scratch folders of their own; the course's gradebook holds exactly
-    # one submission per student, written by the parent's single nbgrader process.
+    # one submission per student, recorded by the parent.
     db = sqlite3.connect(parallel.course.root / "gradebook.db")
     rows = db.execute("select count(*) from submitted_assignment").fetchone()[0]
     assert rows == 5
-    cache = parallel.course.root / ".nbgrader" / "executed" / ASSIGNMENT
-    assert sorted(p.name for p in cache.iterdir()) == ["ada", "blaise", "carl", "dora", "emmy"]
     digests = json.loads(
         (parallel.course.root / ".nbgrader" / "graded" / f"{ASSIGNMENT}.json").read_text()
     )
@@ -208,3 +248,32 @@ def test_the_pipeline_runs_on_a_postgresql_gradebook(twins, postgres, tmp_path, 
     assert "5 graded" in proc.stdout or "4 graded" in proc.stdout, proc.stdout + proc.stderr
     assert batch.scores() == sequential.scores()
     assert not (batch.course.root / "gradebook.db").exists()
+
+
+def test_a_recording_that_fails_half_way_leaves_no_trace(twins, tmp_path, monkeypatch):
+    from course.parallel import load_config
+    from course.recording import Recorder
+
+    _, parallel, _ = twins
+    batch = Batch(tmp_path, ASSIGNMENT, NOTEBOOK)
+    batch.submit("ada", batch.answered(trim=True))
+    graded = parallel.course.root / "autograded" / "ada" / ASSIGNMENT
+    files = {p.name: (p.read_bytes(), 0o444) for p in graded.iterdir() if p.is_file()}
+    monkeypatch.setenv("COURSE_ROOT", str(batch.course.root))  # the config sets it
+    with Recorder(batch.course.root, ASSIGNMENT, load_config(batch.course.root)) as recorder:
+        real, calls = recorder.save._add_score, []
+
+        def fails_on_the_third_cell(cell, resources):
+            calls.append(cell)
+            if len(calls) == 3:
+                raise OSError("the disk is full")
+            return real(cell, resources)
+
+        monkeypatch.setattr(recorder.save, "_add_score", fails_on_the_third_cell)
+        with pytest.raises(OSError):
+            recorder.record("ada", files)
+        assert len(calls) == 3
+    assert batch.scores() == {}  # not two cells of three: nothing
+    db = sqlite3.connect(batch.course.root / "gradebook.db")
+    assert db.execute("select count(*) from submitted_assignment").fetchone()[0] == 0
+    assert not list((batch.course.root / "autograded").rglob("*.ipynb"))

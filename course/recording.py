@@ -1,0 +1,128 @@
+"""The one writer: graded submissions into the course directory and its gradebook.
+
+Workers (course.parallel) grade in scratch folders and return each submission's
+autograded folder. Here, in the parent process only, each folder is installed under
+`autograded/` and its grades are recorded with nbgrader's own code: `SaveAutoGrades`'s
+cell logic (auto scores, "needs manual grade", "No response." comments) and
+`AssignLatePenalties`'s plugin, as `nbgrader autograde` does. All of one submission's
+rows are one transaction, and its folder is swapped in only once they are committed: a
+crash leaves the old grades and folder, or the new ones, never half of either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from pathlib import Path
+
+import nbformat
+
+
+@contextlib.contextmanager
+def one_transaction(gb):
+    """nbgrader's Gradebook commits after every change; hold those commits back (flushing,
+    and expiring like a commit so computed scores reload) and commit once at the end."""
+    session = gb.db
+
+    def flush_as_commit():
+        session.flush()
+        session.expire_all()
+
+    session.commit = flush_as_commit
+    try:
+        yield
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        del session.commit
+    session.commit()
+
+
+class Recorder:
+    """Installs autograded folders and records their grades, for one assignment."""
+
+    def __init__(self, root: Path, assignment: str, config):
+        from nbgrader.api import Gradebook
+        from nbgrader.coursedir import CourseDirectory
+        from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
+
+        self.root, self.assignment = Path(root), assignment
+        self.coursedir = CourseDirectory(config=config)
+        self.gb = Gradebook(self.coursedir.db_url, self.coursedir.course_id)
+        self.save = SaveAutoGrades(config=config)
+        self.late = AssignLatePenalties(config=config)
+        self.late.init_plugin()
+
+    def close(self) -> None:
+        self.gb.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def record(self, student: str, files: dict[str, tuple[bytes, int]]) -> None:
+        """Install `files` as the student's autograded folder and record its grades."""
+        dest = self.root / "autograded" / student / self.assignment
+        staging = dest.with_name(f".{self.assignment}.incoming")
+        shutil.rmtree(staging, ignore_errors=True)
+        for rel, (data, mode) in files.items():
+            path = staging / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            os.chmod(path, mode)
+        try:
+            known = {nb.name for nb in self.gb.find_assignment(self.assignment).notebooks}
+            notebooks = {
+                Path(rel).stem: nbformat.reads(data.decode("utf-8"), as_version=4)
+                for rel, (data, _) in files.items()
+                if "/" not in rel and rel.endswith(".ipynb") and Path(rel).stem in known
+            }
+            # Without autoflush, nbgrader's add_submission does not flush a half-built
+            # submission; flushes happen where nbgrader commits.
+            with one_transaction(self.gb), self.gb.db.no_autoflush:
+                self._grades(student, notebooks, known)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        old = dest.with_name(f".{self.assignment}.replaced")
+        shutil.rmtree(old, ignore_errors=True)
+        if dest.exists():
+            dest.rename(old)
+        staging.rename(dest)
+        shutil.rmtree(old, ignore_errors=True)
+
+    def _grades(self, student: str, notebooks: dict, known: set[str]) -> None:
+        """What `nbgrader autograde` writes to the gradebook for one submission."""
+        gb, assignment = self.gb, self.assignment
+        gb.update_or_create_student(student)
+        submitted = self.coursedir.format_path(
+            self.coursedir.submitted_directory, student, assignment
+        )
+        timestamp = self.coursedir.get_existing_timestamp(submitted)
+        when = {"timestamp": timestamp} if timestamp else {}
+        submission = gb.update_or_create_submission(assignment, student, **when)
+        for name in known - set(notebooks):  # not submitted: zero, as nbgrader does
+            for grade in gb.find_submission_notebook(name, assignment, student).grades:
+                grade.auto_score, grade.needs_manual_grade = 0, False
+        for name, nb in notebooks.items():
+            self.save.gradebook = gb
+            self.save.notebook_id, self.save.assignment_id = name, assignment
+            self.save.student_id = student
+            # The cell loop of SaveAutoGrades.preprocess, on this transaction's gradebook.
+            super(type(self.save), self.save).preprocess(nb, {"nbgrader": {}})
+            gb.db.commit()  # held back by one_transaction: flushes, so scores reload
+            notebook = gb.find_submission_notebook(name, assignment, student)
+            notebook.late_submission_penalty = None
+            late = submission.total_seconds_late
+            if late > 0:
+                penalty = self.late.plugin_inst.late_submission_penalty(
+                    student, notebook.score, late
+                )
+                if penalty is not None:
+                    notebook.late_submission_penalty = self.late._check_late_penalty(
+                        notebook, penalty
+                    )
