@@ -28,6 +28,13 @@ def _png(fig) -> bytes:
     return buffer.getvalue()
 
 
+def warm_up() -> None:
+    """Draw a first, throw-away figure: fonts and caches load once (course.parallel)."""
+    fig, ax = plt.subplots(figsize=(1, 1))
+    ax.set_title("warm", fontsize=8)
+    _png(fig)
+
+
 def curve_picture(label: str, got: np.ndarray, want: np.ndarray, rtol: float) -> bytes:
     steps = np.arange(1, len(want) + 1)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.2))

@@ -30,7 +30,9 @@ import shutil
 import tempfile
 import threading
 import traceback
+import warnings
 from collections.abc import Iterator
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 PASSED_ENV = ("COURSE_CELL_TIMEOUT",)
@@ -75,6 +77,7 @@ def make_job(root: Path, assignment: str, student: str, sandboxed: bool) -> dict
 # read the process's environment (COURSE_ROOT), so a Dask worker runs one task at a time.
 _GRADING = threading.Lock()
 _PREPARED: dict[str, Path] = {}
+_SCRATCH: str | None = None  # where local workers prepare courses: removed by the parent
 
 
 def _write_tree(root: Path, files: dict[str, bytes]) -> None:
@@ -91,9 +94,21 @@ def load_config(root: Path):
     return PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
 
 
+def alembic_head() -> str:
+    """nbgrader.api.get_alembic_version's answer (the newest gradebook schema), read with
+    alembic's API in this process instead of by running `alembic heads` (3 s a time)."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+    from nbgrader.dbutil import _temp_alembic_ini
+
+    with _temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
+        return ScriptDirectory.from_config(Config(ini)).get_current_head()
+
+
 def _prepared_course(course: dict[str, bytes], assignment: str) -> Path:
     """A scratch copy of the assignment, with a private gradebook that knows it (made by
     nbgrader's own GenerateAssignment): once per worker process and course version."""
+    import nbgrader.api
     from nbgrader.converters import GenerateAssignment
     from nbgrader.coursedir import CourseDirectory
     from nbgrader.utils import capture_log
@@ -105,9 +120,12 @@ def _prepared_course(course: dict[str, bytes], assignment: str) -> Path:
     if key in _PREPARED:
         return _PREPARED[key]
     # Under the temporary folder, which the sandbox hides from every kernel.
-    root = Path(tempfile.mkdtemp(prefix="course-worker-"))
-    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    root = Path(tempfile.mkdtemp(prefix="course-worker-", dir=_SCRATCH))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)  # where a process ends normally
+    # A new gradebook records its schema version; nbgrader asks a subprocess for it.
+    nbgrader.api.get_alembic_version = alembic_head
     _write_tree(root, course)
+    warm_up()  # done already where this process was forked from the parent
     config = _worker_config(root)
     coursedir = CourseDirectory(config=config, assignment_id=assignment)
     generate = GenerateAssignment(coursedir=coursedir, config=config)
@@ -139,9 +157,15 @@ def grade_submission(job: dict, course: dict[str, bytes]) -> dict:
     from nbgrader.coursedir import CourseDirectory
     from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
     from nbgrader.utils import capture_log
+    from sqlalchemy.exc import SAWarning
 
     assignment, student = job["assignment"], job["student"]
-    with _GRADING:
+    with _GRADING, warnings.catch_warnings():
+        # nbgrader's add_submission links rows before adding them to its session, which
+        # SQLAlchemy 2 warns about, harmlessly, for every submission.
+        warnings.filterwarnings("ignore", "Object of type", category=SAWarning)
+        for name in PASSED_ENV:  # as the parent has them, for this submission
+            os.environ.pop(name, None)
         os.environ.update(job["env"])
         root = _prepared_course(course, assignment)
         submitted = root / "submitted" / student
@@ -197,34 +221,67 @@ def guarded(job: dict, course: dict[str, bytes]) -> dict:
 # ---------------------------------------------------------------- where the workers are
 
 
-def quiet(log: Path) -> None:
-    """In a worker process: what kernels print on their own (start-up notes, crashes) goes
-    to `log`, not over the progress bar and the table."""
+def start_worker(log: Path, scratch: str) -> None:
+    """In a local worker process: prepare courses under `scratch`; what kernels print on
+    their own (start-up notes, crashes) goes to `log`, not over the progress bar."""
+    global _SCRATCH
+    _SCRATCH = scratch
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
 
 
+def start(task, job: dict, course: dict[str, bytes]) -> dict:
+    """In a local worker: say which submission this process has started, then grade it."""
+    (Path(_SCRATCH) / "started" / job["student"]).touch()
+    return task(job, course)
+
+
 def run_local(
-    jobs: list[dict], course: dict[str, bytes], workers: int, log: Path
+    jobs: list[dict], course: dict[str, bytes], workers: int, log: Path, task=guarded
 ) -> Iterator[tuple[dict, dict]]:
     """Grade jobs in `workers` processes of this machine; yield (job, result) as each ends.
 
     Workers are forked from this process, so they start with its imports done (nbgrader
-    takes seconds to import). A worker that dies fails the submissions still in the pool.
+    takes seconds to import). A worker that dies (killed, out of memory) breaks the pool:
+    the submissions no worker had started go to a new pool as they are; one that was
+    being graded when a pool broke is tried again, and reported after a second break.
     """
     context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-    with concurrent.futures.ProcessPoolExecutor(
-        workers, mp_context=context, initializer=quiet, initargs=(log,)
-    ) as pool:
-        futures = {pool.submit(guarded, job, course): job for job in jobs}
-        for future in concurrent.futures.as_completed(futures):
-            job = futures[future]
-            try:
-                yield job, future.result()
-            except Exception as exc:  # noqa: BLE001 (a worker process died)
-                yield job, lost(job, exc)
+    strikes: dict[str, int] = {}
+    with tempfile.TemporaryDirectory(prefix="course-grade-") as scratch:
+        started = Path(scratch) / "started"
+        started.mkdir()
+        pending = list(jobs)
+        while pending:
+            broken, why = [], None
+            with concurrent.futures.ProcessPoolExecutor(
+                min(workers, len(pending)),
+                mp_context=context,
+                initializer=start_worker,
+                initargs=(log, scratch),
+            ) as pool:
+                futures = {pool.submit(start, task, job, course): job for job in pending}
+                for future in concurrent.futures.as_completed(futures):
+                    job = futures[future]
+                    try:
+                        yield job, future.result()
+                    except BrokenProcessPool as exc:
+                        broken.append(job)
+                        why = exc
+                    except Exception as exc:  # noqa: BLE001 (its result would not unpickle)
+                        yield job, lost(job, exc)
+            running = [job for job in broken if (started / job["student"]).exists()]
+            for job in running or broken:  # nothing started: the pool itself is at fault
+                strikes[job["student"]] = strikes.get(job["student"], 0) + 1
+            pending = []
+            for job in broken:
+                (started / job["student"]).unlink(missing_ok=True)
+                if strikes.get(job["student"], 0) >= 2:
+                    yield job, lost(job, why, "its worker process died, twice")
+                else:
+                    pending.append(job)
 
 
 def run_dask(
@@ -260,13 +317,16 @@ def lost(job: dict, exc: BaseException, what: str = "its worker failed") -> dict
     return {"student": job["student"], "error": f"{what} ({type(exc).__name__}: {str(exc)[:200]})"}
 
 
-def warm_imports() -> None:
-    """Import what grading needs once, here: forked workers then start with it loaded."""
+def warm_up() -> None:
+    """Import and load what grading needs once, here: forked workers start with it."""
     import nbgrader.converters  # noqa: F401
     import nbgrader.preprocessors  # noqa: F401
 
-    import course.feedback_figures  # noqa: F401 (matplotlib)
     import course.nbgrader_ext  # noqa: F401
+    from course import feedback_figures, grading
+
+    grading.checks_by_name()  # every assignment's checks
+    feedback_figures.warm_up()  # matplotlib's fonts
 
 
 def grade_all(
@@ -279,7 +339,7 @@ def grade_all(
 ) -> Iterator[tuple[dict, dict]]:
     """Grade `students`' submissions on local workers or a Dask cluster; yield (job, result)
     in the order they finish. Reads the course directory; writes nothing."""
-    warm_imports()
+    warm_up()
     course = course_files(root, assignment)
     jobs = [make_job(root, assignment, s, sandboxed) for s in students]
     if scheduler:

@@ -6,6 +6,7 @@ import json
 import os
 import pwd
 import shutil
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -277,3 +278,23 @@ def test_a_recording_that_fails_half_way_leaves_no_trace(twins, tmp_path, monkey
     db = sqlite3.connect(batch.course.root / "gradebook.db")
     assert db.execute("select count(*) from submitted_assignment").fetchone()[0] == 0
     assert not list((batch.course.root / "autograded").rglob("*.ipynb"))
+
+
+def kills_its_worker_for_victim(job, course):
+    """A stand-in for grading: the victim's worker process is killed mid-grade."""
+    if job["student"] == "victim":
+        os.kill(os.getpid(), signal.SIGKILL)
+    return {"student": job["student"], "files": {}, "log": ""}
+
+
+def test_a_killed_worker_loses_no_submission(tmp_path):
+    from course.parallel import run_local
+
+    students = ["a", "b", "victim", "c", "d", "e"]
+    jobs = [{"student": s} for s in students]
+    runs = run_local(jobs, {}, 2, tmp_path / "log", task=kills_its_worker_for_victim)
+    results = [(job["student"], result) for job, result in runs]
+    assert sorted(s for s, _ in results) == sorted(students)  # each exactly once
+    outcome = dict(results)
+    assert all("error" not in outcome[s] for s in students if s != "victim")
+    assert "its worker process died, twice" in outcome["victim"]["error"]
