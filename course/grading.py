@@ -61,7 +61,7 @@ class Rule:
     # Credit only if the output "<requires>:<same detail>" passed: a self-consistency check
     # of a degenerate implementation (all zeros agree with all zeros) earns nothing alone.
     requires: str | None = None
-    picture: str | None = None  # "curve": draw the student's curve over the reference band
+    picture: str | None = None  # "curve": if it fails, draw it over the reference band
 
 
 @dataclass(frozen=True)
