@@ -298,3 +298,15 @@ def test_a_killed_worker_loses_no_submission(tmp_path):
     outcome = dict(results)
     assert all("error" not in outcome[s] for s in students if s != "victim")
     assert "its worker process died, twice" in outcome["victim"]["error"]
+
+
+def test_the_in_process_schema_version_is_what_alembic_heads_says():
+    from nbgrader.dbutil import _temp_alembic_ini
+
+    from course.parallel import alembic_head
+    from course.paths import tool_env
+
+    # What nbgrader.api.get_alembic_version runs (workers replace it with alembic_head).
+    with _temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
+        heads = subprocess.check_output(["alembic", "-c", ini, "heads"], env=tool_env(), text=True)
+    assert alembic_head() == heads.split()[0]
