@@ -124,7 +124,7 @@ def executions_at_once(path: Path, at_once: int, repeat: int = 3) -> float:
 @contextlib.contextmanager
 def dask_cluster(workers: int):
     """A real Dask cluster on loopback, started as an instructor would (`dask scheduler`,
-    `dask worker --nthreads 1`), quiet; yields the scheduler's address."""
+    `dask worker --nthreads 1`), quiet; yields the scheduler's address and process."""
     from distributed import Client
 
     tools = Path(sys.executable).parent
@@ -149,7 +149,7 @@ def dask_cluster(workers: int):
             with Client(scheduler_file=str(address_file), timeout="60s") as client:
                 client.wait_for_workers(workers, timeout=120)
                 address = client.scheduler.address
-            yield address
+            yield address, scheduler
         finally:
             for process in (worker, scheduler):
                 process.terminate()
@@ -187,7 +187,7 @@ def bench_class(text: Path, size: int = CLASS_SIZE) -> None:
             workers,
             lambda: course_grade(course, assignment, "--workers", str(workers)),
         )
-        with dask_cluster(workers) as address:
+        with dask_cluster(workers) as (address, _):
             run(
                 f"course grade on a local Dask cluster ({workers} workers)",
                 workers,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import atexit
 import concurrent.futures
 import hashlib
+import logging
 import multiprocessing
 import os
 import shutil
@@ -290,6 +291,8 @@ def run_dask(
     """Grade jobs on the workers of the Dask scheduler at `scheduler`."""
     from distributed import Client, as_completed
 
+    # The client logs its reconnection attempts as tracebacks; the table says what was lost.
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
     try:
         client = Client(scheduler, timeout="20s")
     except Exception as exc:  # noqa: BLE001 (nothing listens there)
@@ -314,7 +317,12 @@ def run_dask(
 
 
 def lost(job: dict, exc: BaseException, what: str = "its worker failed") -> dict:
-    return {"student": job["student"], "error": f"{what} ({type(exc).__name__}: {str(exc)[:200]})"}
+    """A not-graded result for `job`, with a one-line reason."""
+    detail = (str(exc).strip().splitlines() or [""])[0][:200]
+    if "scheduler-connection-lost" in detail:  # Dask cancels what was still to come
+        what, detail = "the connection to the scheduler was lost", ""
+    reason = f"{what} ({type(exc).__name__}: {detail})" if detail else what
+    return {"student": job["student"], "error": reason}
 
 
 def warm_up() -> None:

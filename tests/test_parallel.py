@@ -10,12 +10,15 @@ import signal
 import socket
 import sqlite3
 import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from course.paths import tool_env
 from tests.harness import Batch, tree_digest
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("parallel")]
@@ -180,6 +183,43 @@ def test_a_lost_scheduler_grades_nothing_and_says_so(tmp_path):
     assert lines and all("NOT GRADED" in line and "cluster failed" in line for line in lines)
     assert batch.scores() == {}  # nothing half-written
     assert tree_digest(batch.course.root / "submitted") == before
+
+
+def test_a_scheduler_lost_mid_run_loses_nothing(twins, tmp_path):
+    """The scheduler is killed while its worker grades: whatever was graded is recorded
+    right, everything else is reported as not graded, with the reason; nothing half."""
+    pytest.importorskip("distributed")
+    from course.bench import dask_cluster
+
+    sequential, _, _ = twins
+    batch = Batch(tmp_path / "course", ASSIGNMENT, NOTEBOOK)
+    submit_class(batch)
+    with dask_cluster(1) as (address, scheduler):
+        grading = subprocess.Popen(
+            [sys.executable, "-m", "course.cli", "grade", ASSIGNMENT, "--scheduler", address],
+            env=tool_env(COURSE_ROOT=str(batch.course.root)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        graded = batch.course.root / "autograded"
+        for _ in range(1200):  # until the first submission is recorded
+            if list(graded.glob(f"*/{ASSIGNMENT}/{NOTEBOOK}.ipynb")) or grading.poll() is not None:
+                break
+            time.sleep(0.1)
+        scheduler.kill()
+        out, _ = grading.communicate(timeout=600)
+    assert grading.returncode == 1
+    rows = {line.split()[0]: line for line in out.splitlines()[1:-1]}
+    assert sorted(rows) == ["ada", "blaise", "carl", "dora", "emmy"]  # nobody dropped
+    recorded = batch.scores()
+    for student, line in rows.items():
+        if "NOT GRADED" in line:
+            assert "scheduler was lost" in line or "worker failed" in line, line
+            assert student not in recorded
+        else:
+            assert recorded[student] == sequential.scores()[student]
+    assert 1 <= len(recorded) < 5, out
 
 
 def test_only_the_parent_writes_the_gradebook(twins):
