@@ -117,7 +117,7 @@ def submission_digest(folder: Path) -> str:
     return digest.hexdigest()
 
 
-def record_all(
+def grade_and_record(
     root: Path,
     assignment: str,
     students: list[str],
@@ -223,7 +223,7 @@ def grade(
     todo = [s for s, st in statuses.items() if not st.problems and s not in unchanged]
 
     if todo:
-        record_all(root, assignment, todo, statuses, workers, scheduler, sandboxed)
+        grade_and_record(root, assignment, todo, statuses, workers, scheduler, sandboxed)
     graded = scores(root, assignment)
     for student, status in statuses.items():
         out_dir = root / "autograded" / student / assignment
