@@ -347,11 +347,11 @@ def grade_all(
 ) -> Iterator[tuple[dict, dict]]:
     """Grade `students`' submissions on local workers or a Dask cluster; yield (job, result)
     in the order they finish. Reads the course directory; writes nothing."""
-    warm_up()
     course = course_files(root, assignment)
     jobs = [make_job(root, assignment, s, sandboxed) for s in students]
     if scheduler:
-        return run_dask(jobs, course, scheduler)
+        return run_dask(jobs, course, scheduler)  # Dask workers warm up on their own
+    warm_up()
     log = root / ".nbgrader" / "logs" / f"workers-{assignment}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("")
