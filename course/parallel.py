@@ -43,9 +43,10 @@ PASSED_ENV = ("COURSE_CELL_TIMEOUT",)
 
 
 def course_files(root: Path, assignment: str) -> dict[str, bytes]:
-    """What a worker needs of the course directory to grade `assignment`."""
+    """What a worker needs of the course directory to grade `assignment` (its release is
+    made there, by GenerateAssignment)."""
     files = {"nbgrader_config.py": (root / "nbgrader_config.py").read_bytes()}
-    for top in ("source", "release", "references"):
+    for top in ("source", "references"):
         folder = root / top / assignment
         for path in sorted(folder.rglob("*")) if folder.exists() else []:
             if path.is_file() and "__pycache__" not in path.parts:
@@ -302,17 +303,16 @@ def run_dask(
     with client:
         shared = client.scatter(course, broadcast=True)  # sent once to each worker
         futures = [client.submit(guarded, job, shared, pure=False, retries=0) for job in jobs]
-        index = {f.key: job for f, job in zip(futures, jobs, strict=True)}
+        unreported = {f.key: job for f, job in zip(futures, jobs, strict=True)}
         try:
             for future in as_completed(futures):
-                job = index[future.key]
+                job = unreported.pop(future.key)
                 try:
                     yield job, future.result()
                 except Exception as exc:  # noqa: BLE001 (a killed worker)
                     yield job, lost(job, exc)
         except Exception as exc:  # noqa: BLE001 (the scheduler went away)
-            pending = [index[f.key] for f in futures if not f.done()]
-            for job in pending:
+            for job in unreported.values():
                 yield job, lost(job, exc, "the cluster failed")
 
 

@@ -54,6 +54,9 @@ class Recorder:
         self.save = SaveAutoGrades(config=config)
         self.late = AssignLatePenalties(config=config)
         self.late.init_plugin()
+        # The assignment's notebooks, as the gradebook knows them: a notebook under any
+        # other name is not graded, as nbgrader skips it.
+        self.notebooks = {nb.name for nb in self.gb.find_assignment(assignment).notebooks}
 
     def close(self) -> None:
         self.gb.close()
@@ -75,16 +78,15 @@ class Recorder:
             path.write_bytes(data)
             os.chmod(path, mode)
         try:
-            known = {nb.name for nb in self.gb.find_assignment(self.assignment).notebooks}
             notebooks = {
                 Path(rel).stem: nbformat.reads(data.decode("utf-8"), as_version=4)
                 for rel, (data, _) in files.items()
-                if "/" not in rel and rel.endswith(".ipynb") and Path(rel).stem in known
+                if "/" not in rel and rel.endswith(".ipynb") and Path(rel).stem in self.notebooks
             }
             # Without autoflush, nbgrader's add_submission does not flush a half-built
             # submission; flushes happen where nbgrader commits.
             with one_transaction(self.gb), self.gb.db.no_autoflush:
-                self._grades(student, notebooks, known)
+                self._grades(student, notebooks)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -95,7 +97,7 @@ class Recorder:
         staging.rename(dest)
         shutil.rmtree(old, ignore_errors=True)
 
-    def _grades(self, student: str, notebooks: dict, known: set[str]) -> None:
+    def _grades(self, student: str, notebooks: dict) -> None:
         """What `nbgrader autograde` writes to the gradebook for one submission."""
         gb, assignment = self.gb, self.assignment
         gb.update_or_create_student(student)
@@ -105,7 +107,7 @@ class Recorder:
         timestamp = self.coursedir.get_existing_timestamp(submitted)
         when = {"timestamp": timestamp} if timestamp else {}
         submission = gb.update_or_create_submission(assignment, student, **when)
-        for name in known - set(notebooks):  # not submitted: zero, as nbgrader does
+        for name in self.notebooks - set(notebooks):  # not submitted: zero, as nbgrader does
             for grade in gb.find_submission_notebook(name, assignment, student).grades:
                 grade.auto_score, grade.needs_manual_grade = 0, False
         for name, nb in notebooks.items():
