@@ -2,7 +2,7 @@
 
 Every path is relative to this file, so a copy of the course directory (a grader's
 machine, a test's temporary folder) grades itself. Per-assignment knobs that change
-how a check judges live in `course.grading`, not here.
+how a check judges live in `course.checks`, not here.
 """
 
 import os
@@ -19,7 +19,7 @@ from nbgrader.preprocessors import (
     SaveAutoGrades,
 )
 
-from course.nbgrader_ext import GuardedExecute, JudgeHiddenChecks
+from course.grader.nbgrader_ext import GuardedExecute, JudgeHiddenChecks
 from course.paths import gradebook_url
 
 ROOT = Path(__file__).resolve().parent
@@ -55,11 +55,11 @@ def _cell_timeout(cell):
 c.Execute.timeout = CELL_TIMEOUT
 c.Execute.timeout_func = _cell_timeout
 # After a timeout the kernel is interrupted; one that still answers nothing within this
-# many seconds is stopped, and the notebook cut off there (course.nbgrader_ext).
+# many seconds is stopped, and the notebook cut off there (course.grader.nbgrader_ext).
 c.Execute.iopub_timeout = 10
 
 # Hidden checks only record results in the student's kernel; the verdict is decided here,
-# in the grader's process, right after execution (course/nbgrader_ext.py).
+# in the grader's process, right after execution (course/grader/nbgrader_ext.py).
 c.Autograde.autograde_preprocessors = [
     GuardedExecute,
     JudgeHiddenChecks,

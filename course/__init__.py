@@ -1,12 +1,21 @@
 """Everything Leaks: the course's importable toolkit.
 
+Learners import these in notebooks (their import paths are frozen: released notebooks and
+learners' copies use them):
 - `course.gradcheck`: relative error, numerical gradients, per-variable comparison tables.
 - `course.data`: the data sets, shipped or generated deterministically, never downloaded.
 - `course.plots`: the course's figures (loss curves, decision boundaries, error against h).
-- `course.mlp`: a tiny multilayer perceptron built on any scalar `Value` class.
-- `course.grading`: how hidden checks probe a student's functions and judge the results.
-- `course.build`: text sources -> source notebooks -> release/ and reference values.
-- `course.cli`: the `course` command.
+- `course.training`, `course.mlp`, `course.deepnet`: training loops and small networks
+  that run on the learner's own functions.
+- `course.notebook`: small notebook helpers (show a function's source, add a method).
+- `course.grading`: what a grade cell imports (`check`), nothing else.
+
+The rest serves instructors and the course itself:
+- `course.grader`: the trusted grading machinery (data model, probe, judge, references,
+  feedback figures, nbgrader extensions, sandbox, `course grade`'s pipeline).
+- `course.checks`: the hidden checks, one module per assignment.
+- `course.authoring`: build, references, scratch courses, the demo and the benchmarks.
+- `course.cli`, `course.selfcheck`, `course.workspace`: the `course` command and `make lab`.
 """
 
 __version__ = "0.1.0"

@@ -18,7 +18,7 @@ from course.paths import course_root, tool_env
 
 
 def _build(args) -> int:
-    from course import build
+    from course.authoring import build
 
     root = course_root()
     written = build.build_sources(root)
@@ -31,7 +31,7 @@ def _build(args) -> int:
 
 
 def _references(args) -> int:
-    from course import build
+    from course.authoring import build
 
     root = course_root()
     build.write_references(root, build.compute_references(root))
@@ -40,8 +40,8 @@ def _references(args) -> int:
 
 
 def _grade(args) -> int:
-    from course import autograde
-    from course.sandbox import SandboxUnavailable
+    from course.grader import autograde
+    from course.grader.sandbox import SandboxUnavailable
 
     try:
         statuses = autograde.grade(
@@ -61,7 +61,7 @@ def _grade(args) -> int:
 
 def _check(args) -> int:
     from course import selfcheck
-    from course.sandbox import SandboxUnavailable
+    from course.grader.sandbox import SandboxUnavailable
 
     try:
         return selfcheck.check(Path(args.notebook), sandboxed=not args.unsandboxed)
@@ -71,13 +71,13 @@ def _check(args) -> int:
 
 
 def _demo(args) -> int:
-    from course import demo
+    from course.authoring import demo
 
     return demo.main(keep=args.keep)
 
 
 def _bench(args) -> int:
-    from course import bench
+    from course.authoring import bench
 
     return bench.main(notebooks_only=args.notebooks, class_only=args.class_only)
 

@@ -21,8 +21,8 @@ from pathlib import Path
 import nbformat
 from tqdm import tqdm
 
-from course import autograde
-from course.classroom import ScratchCourse
+from course.authoring.classroom import ScratchCourse
+from course.grader import autograde
 from course.paths import course_root
 from course.workspace import write_start_page
 

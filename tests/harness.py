@@ -10,7 +10,7 @@ from pathlib import Path
 
 import nbformat
 
-from course.classroom import ScratchCourse, fill, mutate, solution_sources
+from course.authoring.classroom import ScratchCourse, fill, mutate, solution_sources
 from course.paths import tool_env
 
 

@@ -60,9 +60,10 @@ def eval_numerical_gradient(f, x, h=1e-5):
     "fake_probe_output": """
 from IPython.display import display
 import course.grading as g
+from course.grader.probe import PROBE_MIME
 def forged(name, namespace):
-    display({g.PROBE_MIME: {"check": name, "outputs": {}}, "text/plain": "ok"}, raw=True)
-    display({g.PROBE_MIME: {"check": name, "outputs": {"x": 1.0}}, "text/plain": "ok"}, raw=True)
+    display({PROBE_MIME: {"check": name, "outputs": {}}, "text/plain": "ok"}, raw=True)
+    display({PROBE_MIME: {"check": name, "outputs": {"x": 1.0}}, "text/plain": "ok"}, raw=True)
     return 3.0
 g.check = forged
 """,

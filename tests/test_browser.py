@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 from course import workspace
-from course.classroom import ScratchCourse, fill, solution_sources
+from course.authoring.classroom import ScratchCourse, fill, solution_sources
 from course.paths import course_root, tool_env
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

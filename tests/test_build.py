@@ -7,8 +7,9 @@ import nbformat
 import numpy as np
 import pytest
 
-from course import build, grading
-from course.classroom import ScratchCourse, nbgrader_meta
+from course.authoring import build
+from course.authoring.classroom import ScratchCourse, nbgrader_meta
+from course.grader import judge, model
 from course.paths import course_root
 
 ROOT = course_root()
@@ -39,7 +40,7 @@ def test_release_is_what_nbgrader_generates(tmp_path):
         assert ours.read_bytes() == theirs.read_bytes(), f"{ours} is stale: run `make release`"
 
 
-def agree_under_rule(stored, fresh, rule: grading.Rule) -> bool:
+def agree_under_rule(stored, fresh, rule: model.Rule) -> bool:
     """Whether a stored reference value and a fresh one are the same for the judge.
 
     Each value is compared at the precision its rule judges a student with, never tighter:
@@ -47,26 +48,26 @@ def agree_under_rule(stored, fresh, rule: grading.Rule) -> bool:
     differs from one processor or BLAS kernel to the next, so only its verdict must agree;
     a "close" value must agree within the rule's tolerance, so a real change still fails.
     """
-    if isinstance(stored, grading.Broken) or isinstance(fresh, grading.Broken):
+    if isinstance(stored, model.Broken) or isinstance(fresh, model.Broken):
         return stored == fresh
     if rule.kind == "below":
         return (float(stored) <= rule.rtol) == (float(fresh) <= rule.rtol)
     if rule.kind == "true":
         return bool(stored) == bool(fresh)
-    return grading.judge_one("", fresh, stored, rule).passed
+    return judge.judge_one("", fresh, stored, rule).passed
 
 
 def test_references_are_what_the_solutions_compute():
     fresh = build.compute_references(ROOT)
-    checks = grading.checks_by_name()
+    checks = model.checks_by_name()
     for key, refs in fresh.items():
         stored = json.loads((ROOT / "references" / f"{key}.json").read_text())
         assert sorted(stored) == sorted(refs), f"{key}: checks differ: run `make release`"
         for name, outputs in refs.items():
             assert sorted(stored[name]) == sorted(outputs), f"{name}: outputs differ"
             for out_key, value in outputs.items():
-                rule = grading.rule_for(checks[name], out_key)
-                a, b = grading.decode(stored[name][out_key]), grading.decode(value)
+                rule = model.rule_for(checks[name], out_key)
+                a, b = model.decode(stored[name][out_key]), model.decode(value)
                 assert agree_under_rule(a, b, rule), (
                     f"{name} {out_key}: the solutions no longer compute the stored reference "
                     f"(rule {rule.kind}, rtol {rule.rtol:g}): run `make release`"
@@ -74,13 +75,13 @@ def test_references_are_what_the_solutions_compute():
 
 
 def test_the_reference_comparison_still_fails_on_a_real_change():
-    close = grading.Rule("value", rtol=1e-9)
-    below = grading.Rule("error", kind="below", rtol=1e-6)
+    close = model.Rule("value", rtol=1e-9)
+    below = model.Rule("error", kind="below", rtol=1e-6)
     assert agree_under_rule(np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-14]), close)
     assert not agree_under_rule(np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-6]), close)
     assert agree_under_rule(1.288628e-10, 1.597164e-10, below)  # the noise of issue 12
     assert not agree_under_rule(1e-10, 1e-3, below)
-    assert not agree_under_rule(grading.Broken("raised"), np.array([1.0]), close)
+    assert not agree_under_rule(model.Broken("raised"), np.array([1.0]), close)
 
 
 def all_notebooks():

@@ -5,10 +5,10 @@ import nbformat
 import numpy as np
 import pytest
 
-from course import grading
-from course.feedback_figures import pictures
-from course.grading import Check, Result, Rule
-from course.nbgrader_ext import judge_cell
+from course.grader import judge, model, probe, references
+from course.grader.figures import pictures
+from course.grader.model import Check, Result, Rule
+from course.grader.nbgrader_ext import judge_cell
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -21,11 +21,11 @@ def test_a_curve_is_drawn_over_its_band_when_it_leaves_it():
     chk = fake_check(loss=Rule("training loss", rtol=1e-6, picture="curve"))
     want = np.linspace(1.0, 0.1, 20)
     left = want * 1.05
-    results = grading.judge(chk, {"loss:curve": left}, {"loss:curve": want})
+    results = judge.judge(chk, {"loss:curve": left}, {"loss:curve": want})
     [png] = pictures(chk, {"loss:curve": left}, {"loss:curve": want}, results)
     assert png.startswith(PNG)
     inside = want * (1 + 1e-9)
-    results = grading.judge(chk, {"loss:curve": inside}, {"loss:curve": want})
+    results = judge.judge(chk, {"loss:curve": inside}, {"loss:curve": want})
     assert pictures(chk, {"loss:curve": inside}, {"loss:curve": want}, results) == []
 
 
@@ -43,12 +43,12 @@ def test_heat_maps_only_for_failed_matrices(shape, drawn):
 
 
 def test_a_judged_training_cell_embeds_the_curve_that_left_its_band():
-    chk = grading.get_check("mlp_training")
-    reference = grading.load_reference(chk)
+    chk = model.get_check("mlp_training")
+    reference = references.load_reference(chk)
     got = {k: v * 1.01 if k.startswith("loss") else v for k, v in reference.items()}
     payload = {
         "check": "mlp_training",
-        "outputs": {k: grading.encode(v) for k, v in got.items()},
+        "outputs": {k: model.encode(v) for k, v in got.items()},
     }
     cell = {
         "cell_type": "code",
@@ -60,7 +60,7 @@ def test_a_judged_training_cell_embeds_the_curve_that_left_its_band():
             {
                 "output_type": "display_data",
                 "metadata": {},
-                "data": {grading.PROBE_MIME: payload, "text/plain": "..."},
+                "data": {probe.PROBE_MIME: payload, "text/plain": "..."},
             }
         ],
     }
@@ -85,7 +85,7 @@ def test_undecodable_results_score_zero_instead_of_crashing_the_grader():
                     "output_type": "display_data",
                     "metadata": {},
                     "data": {
-                        grading.PROBE_MIME: {
+                        probe.PROBE_MIME: {
                             "check": "value_ops",
                             "outputs": {"data:a + b": {"array": ["x"], "shape": [9]}},
                         },

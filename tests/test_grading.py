@@ -1,4 +1,4 @@
-"""Unit tests of course/grading.py: messages, rules, scores, recording, and the grade cells.
+"""Unit tests of the grader core (course.grader): messages, rules, scores, recording, and the grade cells.
 
 The hidden checks must never reveal an expected value, never award full points for a
 partly wrong answer, never write to stderr (nbgrader would fail the cell), and must give
@@ -17,29 +17,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from course import build, grading
-from course.grading import (
-    Broken,
-    Check,
-    MissingName,
-    Outputs,
-    Result,
-    Rule,
-    Student,
-    _describe_mismatch,
-    judge_one,
-    rule_for,
-    score,
-)
+from course.authoring import build
+from course.grader import judge, model, probe, references
+from course.grader.judge import _describe_mismatch, judge_one, score
+from course.grader.model import Broken, Check, MissingName, Result, Rule, rule_for
+from course.grader.probe import Outputs, Student
 from course.paths import course_root
 
 FAST = settings(max_examples=30, deadline=None)
 
-grading._load_checks()
+model._load_checks()
 ROOT = course_root()
 BACKPROP = "01_backprop/backprop"
-BACKPROP_CHECKS = sorted(name for name, c in grading.CHECKS.items() if c.notebook == BACKPROP)
-ALL_CHECKS = sorted(grading.CHECKS)
+BACKPROP_CHECKS = sorted(name for name, c in model.CHECKS.items() if c.notebook == BACKPROP)
+ALL_CHECKS = sorted(model.CHECKS)
 
 # Reference-like numbers whose printed forms cannot turn up by accident in a message.
 DISTINCTIVE = [
@@ -304,7 +295,7 @@ def test_broken_output_fails_and_says_why(kind):
 
 @pytest.mark.parametrize("name", ALL_CHECKS)
 def test_rule_for_uses_the_key_prefix(name):
-    chk = grading.CHECKS[name]
+    chk = model.CHECKS[name]
     for prefix, rule in chk.rules.items():
         assert rule_for(chk, f"{prefix}:anything at all, even: colons") is rule
         assert rule.kind in {"close", "true", "below"}
@@ -320,7 +311,7 @@ def test_judge_fails_keys_the_probe_never_reached():
         lambda s, r, o: None,
         rules={"grad": grad_rule(), "ok": Rule("holds", kind="true")},
     )
-    results = grading.judge(
+    results = judge.judge(
         chk, {"grad:a": 1.0, "extra:z": 5.0}, {"grad:a": 1.0, "grad:b": 2.0, "ok:c": True}
     )
     assert [r.key for r in results] == ["grad:a", "grad:b", "ok:c"]
@@ -355,7 +346,7 @@ def test_a_required_check_must_pass_for_credit():
         "grad:g": np.array([1.0]),
         "analytic:g": 1e-9,
     }
-    results = {r.key: r for r in grading.judge(chk, outputs, reference)}
+    results = {r.key: r for r in judge.judge(chk, outputs, reference)}
     assert not results["grad:f"].passed
     assert not results["analytic:f"].passed
     assert "not credited" in results["analytic:f"].message
@@ -367,7 +358,7 @@ def test_report_lists_failures_up_to_a_limit():
     chk = dummy_check(points=2)
     results = [Result(f"k{i}", False, 1.0, f"message {i}") for i in range(11)]
     results.append(Result("ok", True, 1.0))
-    text = grading.report(chk, results, 0.16)
+    text = judge.report(chk, results, 0.16)
     lines = text.splitlines()
     assert lines[0] == "dummy: 0.16 of 2 points (1 of 12 sub-checks passed)"
     assert lines[1:9] == [f"  FAIL message {i}" for i in range(8)]
@@ -584,7 +575,7 @@ class GradeCell:
 
     In the student's kernel check() probes and displays the outputs under PROBE_MIME (here
     captured from IPython.display.display); the payload is saved in the notebook as JSON;
-    outside the kernel `verdict` judges it (course.nbgrader_ext.JudgeHiddenChecks).
+    outside the kernel `verdict` judges it (course.grader.nbgrader_ext.JudgeHiddenChecks).
     """
 
     def __init__(self, name: str, namespace: dict, monkeypatch):
@@ -592,11 +583,11 @@ class GradeCell:
 
         shown = []
         monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: shown.extend(objs))
-        self.in_kernel = grading.check(name, namespace)
+        self.in_kernel = probe.check(name, namespace)
         self.displayed = [obj for obj in shown if isinstance(obj, dict)]
         assert len(self.displayed) == 1, "one display per grade cell"
-        payload = self.displayed[0][grading.PROBE_MIME]
-        self.points, self.report = grading.verdict(name, json.loads(json.dumps(payload)))
+        payload = self.displayed[0][probe.PROBE_MIME]
+        self.points, self.report = judge.verdict(name, json.loads(json.dumps(payload)))
 
 
 # The names each check of assignment 01 needs first.
@@ -624,10 +615,10 @@ def test_check_of_an_empty_namespace_scores_exactly_zero(name, capfd, monkeypatc
 
 @pytest.mark.parametrize("name", BACKPROP_CHECKS)
 def test_verdict_without_a_payload_is_zero_with_the_reason(name):
-    points, text = grading.verdict(name, None, "the cell stopped with NameError")
+    points, text = judge.verdict(name, None, "the cell stopped with NameError")
     assert type(points) is float and points == 0.0
     assert text == (
-        f"{name}: 0 of {grading.CHECKS[name].points:g} points (the cell stopped with NameError)"
+        f"{name}: 0 of {model.CHECKS[name].points:g} points (the cell stopped with NameError)"
     )
 
 
@@ -661,11 +652,11 @@ def test_assignment_01_has_checks():
 
 @pytest.mark.parametrize("name", ALL_CHECKS)
 def test_every_check_has_a_reference_with_a_rule_per_key(name):
-    chk = grading.CHECKS[name]
+    chk = model.CHECKS[name]
     path = ROOT / "references" / f"{chk.notebook}.json"
-    assert path == grading.reference_path(chk.notebook)
+    assert path == references.reference_path(chk.notebook)
     assert name in json.loads(path.read_text()), f"{path} has no entry for {name}"
-    reference = grading.load_reference(chk)
+    reference = references.load_reference(chk)
     assert reference
     for key in reference:
         rule = rule_for(chk, key)
@@ -675,7 +666,7 @@ def test_every_check_has_a_reference_with_a_rule_per_key(name):
 
 @pytest.mark.parametrize("name", ALL_CHECKS)
 def test_every_check_points_match_its_grade_cell(name):
-    chk = grading.CHECKS[name]
+    chk = model.CHECKS[name]
     cells = grade_cells(chk.notebook)
     assert name in cells, f"no grade cell {name!r} in source/{chk.notebook}.ipynb"
     meta, source = cells[name]
@@ -686,7 +677,7 @@ def test_every_check_points_match_its_grade_cell(name):
 def test_every_grade_cell_of_01_runs_a_registered_check():
     for grade_id, (_meta, source) in grade_cells(BACKPROP).items():
         if "check(" in source:
-            assert grade_id in grading.CHECKS
+            assert grade_id in model.CHECKS
 
 
 @pytest.fixture(scope="module")
@@ -699,7 +690,7 @@ def solutions():
 def test_the_solution_scores_full_marks(name, solutions, capfd, monkeypatch):
     cell = GradeCell(name, solutions, monkeypatch)
     assert type(cell.points) is float
-    assert cell.points == grading.CHECKS[name].points
+    assert cell.points == model.CHECKS[name].points
     assert "FAIL" not in cell.report
     assert cell.in_kernel == 0.0
     printed = capfd.readouterr()
@@ -709,12 +700,12 @@ def test_the_solution_scores_full_marks(name, solutions, capfd, monkeypatch):
 @pytest.mark.parametrize("name", BACKPROP_CHECKS)
 def test_the_solution_probe_matches_the_stored_reference_keys(name, solutions):
     """A sub-check added without `course references` would be silently ungraded."""
-    chk = grading.CHECKS[name]
-    outputs = grading.probe(chk, solutions)
-    assert set(outputs) == set(grading.load_reference(chk))
+    chk = model.CHECKS[name]
+    outputs = probe.probe(chk, solutions)
+    assert set(outputs) == set(references.load_reference(chk))
     assert not any(isinstance(v, Broken) for v in outputs.values())
 
 
 def test_paths_are_relative_to_the_course_root():
     assert (ROOT / "nbgrader_config.py").exists()
-    assert Path(grading.reference_path(BACKPROP)).is_relative_to(ROOT)
+    assert Path(references.reference_path(BACKPROP)).is_relative_to(ROOT)

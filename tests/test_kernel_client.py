@@ -1,4 +1,4 @@
-"""Replies are looked for in short slices, up to the caller's deadline (course.kernel_client)."""
+"""Replies are looked for in short slices, up to the caller's deadline (grader.kernel_client)."""
 
 import asyncio
 from queue import Empty
@@ -6,7 +6,7 @@ from queue import Empty
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from course.kernel_client import SLICE, PromptNotebookClient, wait_in_slices
+from course.grader.kernel_client import SLICE, PromptNotebookClient, wait_in_slices
 
 
 class Channel:

@@ -1,7 +1,7 @@
 """The mutation harness: every known bug loses points, every correct variant keeps them all.
 
 Each assignment has a module of variants, `tests/variants_<name>.py`. Every variant is
-judged in this process (`course.classroom.judge_in_process`: its solution cells run here,
+judged in this process (`course.authoring.classroom.judge_in_process`: its solution cells run here,
 the hidden checks probe and judge them as the grader does), which costs milliseconds
 rather than a notebook run. A sample of each assignment's variants is also graded by the
 real `nbgrader autograde`, and both ways must give the same scores.
@@ -12,8 +12,8 @@ import functools
 import nbformat
 import pytest
 
-from course.build import notebook_from_text
-from course.classroom import judge_in_process, mutate, nbgrader_meta, solution_sources
+from course.authoring.build import notebook_from_text
+from course.authoring.classroom import judge_in_process, mutate, nbgrader_meta, solution_sources
 from course.paths import course_root
 from tests import variants_backprop, variants_linear, variants_multilayer, variants_optimisers
 from tests.harness import Batch

@@ -6,10 +6,10 @@ import time
 import nbformat
 import pytest
 
-from course import build
-from course.classroom import nbgrader_meta
-from course.kernel_client import PromptNotebookClient
-from course.nbgrader_ext import judge_notebook
+from course.authoring import build
+from course.authoring.classroom import nbgrader_meta
+from course.grader.kernel_client import PromptNotebookClient
+from course.grader.nbgrader_ext import judge_notebook
 from course.paths import course_root
 
 ROOT = course_root()

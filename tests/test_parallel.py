@@ -189,7 +189,7 @@ def test_a_scheduler_lost_mid_run_loses_nothing(twins, tmp_path):
     """The scheduler is killed while its worker grades: whatever was graded is recorded
     right, everything else is reported as not graded, with the reason; nothing half."""
     pytest.importorskip("distributed")
-    from course.bench import dask_cluster
+    from course.authoring.bench import dask_cluster
 
     sequential, _, _ = twins
     batch = Batch(tmp_path / "course", ASSIGNMENT, NOTEBOOK)
@@ -292,8 +292,8 @@ def test_the_pipeline_runs_on_a_postgresql_gradebook(twins, postgres, tmp_path, 
 
 
 def test_a_recording_that_fails_half_way_leaves_no_trace(twins, tmp_path, monkeypatch):
-    from course.parallel import load_config
-    from course.recording import Recorder
+    from course.grader.parallel import load_config
+    from course.grader.recording import Recorder
 
     _, parallel, _ = twins
     batch = Batch(tmp_path, ASSIGNMENT, NOTEBOOK)
@@ -328,7 +328,7 @@ def kills_its_worker_for_victim(job, course):
 
 
 def test_a_killed_worker_loses_no_submission(tmp_path):
-    from course.parallel import run_local
+    from course.grader.parallel import run_local
 
     students = ["a", "b", "victim", "c", "d", "e"]
     jobs = [{"student": s} for s in students]
@@ -343,7 +343,7 @@ def test_a_killed_worker_loses_no_submission(tmp_path):
 def test_the_in_process_schema_version_is_what_alembic_heads_says():
     from nbgrader.dbutil import _temp_alembic_ini
 
-    from course.parallel import alembic_head
+    from course.grader.parallel import alembic_head
     from course.paths import tool_env
 
     # What nbgrader.api.get_alembic_version runs (workers replace it with alembic_head).

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from course import sandbox
+from course.grader import sandbox
 from course.paths import course_root, tool_env
 from tests.harness import Batch
 

@@ -8,7 +8,7 @@ import nbformat
 import pytest
 
 from course import workspace
-from course.classroom import ScratchCourse, fill, solution_sources
+from course.authoring.classroom import ScratchCourse, fill, solution_sources
 from course.paths import tool_env
 
 

@@ -5,7 +5,7 @@ import importlib
 ASSIGNMENT_MODULES = [
     "course.checks.backprop",
     "course.checks.linear",
-    "course.checks.layers",
+    "course.checks.multilayer",
     "course.checks.optimisers",
 ]
 

@@ -4,7 +4,7 @@ import numpy as np
 
 from course.data import two_moons
 from course.gradcheck import rel_error
-from course.grading import Broken, Check, Rule, register
+from course.grader.model import Broken, Check, Rule, register
 from course.mlp import MLP, train
 
 NOTEBOOK = "01_backprop/backprop"

@@ -8,7 +8,7 @@ one maximum for the whole batch, or the log of an underflowed probability, shows
 import numpy as np
 
 from course.gradcheck import numerical_gradient, rel_error
-from course.grading import Broken, Check, Rule, register
+from course.grader.model import Broken, Check, Rule, register
 
 NOTEBOOK = "02_linear/linear"
 

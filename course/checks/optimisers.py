@@ -9,8 +9,8 @@ never by the exact random numbers.
 
 import numpy as np
 
-from course.checks.layers import record_network_loss
-from course.grading import Broken, Check, Rule, register
+from course.checks.multilayer import record_network_loss
+from course.grader.model import Broken, Check, Rule, register
 
 NOTEBOOK = "04_optimisers/optimisers"
 

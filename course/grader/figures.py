@@ -31,7 +31,7 @@ def _png(fig) -> bytes:
 
 
 def warm_up() -> None:
-    """Draw a first, throw-away figure: fonts and caches load once (course.parallel)."""
+    """Draw a first, throw-away figure: fonts and caches load once (course.grader.parallel)."""
     fig, ax = plt.subplots(figsize=(1, 1))
     ax.set_title("warm", fontsize=8)
     _png(fig)
@@ -101,7 +101,7 @@ def is_matrix(array: np.ndarray) -> bool:
 
 def pictures(check, outputs: dict, reference: dict, results) -> list[bytes]:
     """PNGs for the failed results of one check (at most MAX_PICTURES)."""
-    from course.grading import Broken, rule_for
+    from course.grader.model import Broken, rule_for
 
     found = []
     for result in results:

@@ -1,6 +1,6 @@
 """The one writer: graded submissions into the course directory and its gradebook.
 
-Workers (course.parallel) grade in scratch folders and return each submission's
+Workers (course.grader.parallel) grade in scratch folders and return each submission's
 autograded folder. Here, in the parent process only, each folder is installed under
 `autograded/` and its grades are recorded with nbgrader's own code: `SaveAutoGrades`'s
 cell logic (auto scores, "needs manual grade", "No response." comments) and

@@ -13,7 +13,7 @@ work in two:
    task carries the assignment's files and one submission.
 2. **Record, once.** Only the parent process writes: it installs each autograded folder
    and records its grades with nbgrader's own `SaveAutoGrades` and late-penalty logic
-   (course.recording), one transaction per submission.
+   (course.grader.recording), one transaction per submission.
 
 A task that fails (its worker killed, the scheduler lost, nbgrader raising) leaves its
 submission reported as not graded, with the reason; nothing of it reaches the gradebook.
@@ -330,11 +330,11 @@ def warm_up() -> None:
     import nbgrader.converters  # noqa: F401
     import nbgrader.preprocessors  # noqa: F401
 
-    import course.nbgrader_ext  # noqa: F401
-    from course import feedback_figures, grading
+    import course.grader.nbgrader_ext  # noqa: F401
+    from course.grader import figures, model
 
-    grading.checks_by_name()  # every assignment's checks
-    feedback_figures.warm_up()  # matplotlib's fonts
+    model.checks_by_name()  # every assignment's checks
+    figures.warm_up()  # matplotlib's fonts
 
 
 def grade_all(

@@ -18,8 +18,8 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Bool
 
-from course import grading
-from course.kernel_client import PromptReplies
+from course.grader import judge, model, probe
+from course.grader.kernel_client import PromptReplies
 
 
 def grade_id_of(cell) -> str | None:
@@ -31,9 +31,9 @@ def grade_id_of(cell) -> str | None:
 
 def probe_payloads(cell) -> list[dict]:
     return [
-        out["data"][grading.PROBE_MIME]
+        out["data"][probe.PROBE_MIME]
         for out in cell.get("outputs", [])
-        if out.get("output_type") == "display_data" and grading.PROBE_MIME in out.get("data", {})
+        if out.get("output_type") == "display_data" and probe.PROBE_MIME in out.get("data", {})
     ]
 
 
@@ -53,17 +53,17 @@ def why_no_probe(cell, payloads: list[dict], grade_id: str) -> str:
 def judge_cell(cell) -> None:
     """Replace a hidden-check grade cell's outputs by the grader's verdict, in place."""
     grade_id = grade_id_of(cell)
-    if grade_id is None or grade_id not in grading.checks_by_name():
+    if grade_id is None or grade_id not in model.checks_by_name():
         return
     payloads = probe_payloads(cell)
     ok = len(payloads) == 1 and payloads[0].get("check") == grade_id
     payload = payloads[0] if ok else None
     why = "" if ok else why_no_probe(cell, payloads, grade_id)
     try:
-        points, text, pngs = grading.verdict_with_pictures(grade_id, payload, why)
+        points, text, pngs = judge.verdict_with_pictures(grade_id, payload, why)
     except (TypeError, ValueError, KeyError, AttributeError):
         # Results that do not even decode were not written by the probe: zero, not a crash.
-        points, text, pngs = grading.verdict_with_pictures(
+        points, text, pngs = judge.verdict_with_pictures(
             grade_id, None, "its results could not be read: tampered output"
         )
     cell.outputs = [
@@ -97,11 +97,11 @@ class JudgeHiddenChecks(NbGraderPreprocessor):
 
 
 class GuardedExecute(PromptReplies, Execute):
-    """nbgrader's Execute, with each kernel in the sandbox (course.sandbox), and a kernel
+    """nbgrader's Execute, with each kernel in the sandbox (course.grader.sandbox), and a kernel
     that dies or ignores the interrupt after a timeout cutting the notebook off there:
     the cells after it are not run (their hidden checks score zero, with the reason), the
     cells before it keep their grades, and the notebook says what happened. Replies are
-    noticed promptly even where widgets hide them from the poll (course.kernel_client)."""
+    noticed promptly even where widgets hide them from the poll (course.grader.kernel_client)."""
 
     sandbox = Bool(
         True,
@@ -112,7 +112,7 @@ class GuardedExecute(PromptReplies, Execute):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         if self.sandbox:
-            from course import sandbox
+            from course.grader import sandbox
 
             sandbox.check_available()
             self.kernel_manager_class = sandbox.SandboxedKernelManager

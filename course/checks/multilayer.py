@@ -9,7 +9,7 @@ import numpy as np
 
 from course.checks.linear import large_scores
 from course.gradcheck import numerical_gradient, rel_error
-from course.grading import Broken, Check, Rule, register
+from course.grader.model import Broken, Check, Rule, register
 from course.training import accuracy, fit
 
 NOTEBOOK = "03_multilayer/multilayer"

@@ -21,7 +21,7 @@ from pathlib import Path
 import jupytext
 import nbformat
 
-from course import grading
+from course.grader import judge, model, probe
 from course.paths import tool_env
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
@@ -84,7 +84,7 @@ def validate_grade_cells(nb: nbformat.NotebookNode, key: str) -> None:
         if not meta.get("grade") or meta.get("solution"):
             continue
         chk = (
-            grading.get_check(meta["grade_id"])
+            model.get_check(meta["grade_id"])
             if f'check("{meta["grade_id"]}"' in cell.source
             else None
         )
@@ -162,25 +162,25 @@ def solution_namespace(
 
 def compute_references(root: Path) -> dict[str, dict]:
     """{notebook key: {check name: encoded outputs}} from the source solutions."""
-    grading._load_checks()
+    model._load_checks()
     result = {}
     for text_path in text_sources(root):
         key = notebook_key(text_path)
-        checks = [c for c in grading.CHECKS.values() if c.notebook == key]
+        checks = [c for c in model.CHECKS.values() if c.notebook == key]
         if not checks:
             continue
         namespace = solution_namespace(notebook_from_text(text_path.read_text()), key)
         refs = {}
         for chk in sorted(checks, key=lambda c: c.name):
-            outputs = grading.probe(chk, namespace)
-            failed = {k: v.why for k, v in outputs.items() if isinstance(v, grading.Broken)}
+            outputs = probe.probe(chk, namespace)
+            failed = {k: v.why for k, v in outputs.items() if isinstance(v, model.Broken)}
             if failed:
                 raise RuntimeError(f"the solution fails check {chk.name!r}: {failed}")
-            results = grading.judge(chk, outputs, outputs)
+            results = judge.judge(chk, outputs, outputs)
             if not all(r.passed for r in results):
                 bad = [r.message for r in results if not r.passed]
                 raise RuntimeError(f"the solution breaks an invariant of {chk.name!r}: {bad}")
-            refs[chk.name] = {k: grading.encode(v) for k, v in outputs.items()}
+            refs[chk.name] = {k: model.encode(v) for k, v in outputs.items()}
         result[key] = refs
     return result
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import nbformat
 
-from course import autograde
-from course.classroom import ScratchCourse, fill, mutate, solution_sources
+from course.authoring.classroom import ScratchCourse, fill, mutate, solution_sources
+from course.grader import autograde
 from course.paths import gradebook_url
 
 ASSIGNMENT, NOTEBOOK = "01_backprop", "backprop"

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import nbformat
 
-from course import build
-from course.classroom import ScratchCourse, fill, solution_sources
-from course.kernel_client import PromptNotebookClient
+from course.authoring import build
+from course.authoring.classroom import ScratchCourse, fill, solution_sources
+from course.grader.kernel_client import PromptNotebookClient
 from course.paths import course_root
 
 BATCH = 4

@@ -3,8 +3,8 @@
 nbgrader grades what it can and logs the rest among hundreds of lines: a notebook saved
 under another name is "skipped", an unreadable one is a traceback, a crashed kernel
 deletes the student's autograded folder. This command grades with nbgrader's own
-Autograde converter, on parallel workers (course.parallel), records the grades in one
-process (course.recording), then reports one line per submission: its score, or why it
+Autograde converter, on parallel workers (course.grader.parallel), records the grades in one
+process (course.grader.recording), then reports one line per submission: its score, or why it
 was not graded, and which cells timed out. Submissions are only read, never changed.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 from nbformat.reader import NotJSONError
 
-from course.build import nbgrader
+from course.authoring.build import nbgrader
 from course.paths import gradebook_url
 
 
@@ -67,7 +67,7 @@ def preflight(folder: Path, expected: list[str]) -> list[str]:
 
 def interruptions(notebook: Path) -> list[str]:
     """What stopped cells of a graded notebook: timeouts, and where grading was cut off."""
-    from course.nbgrader_ext import CUT_OFF
+    from course.grader.nbgrader_ext import CUT_OFF
 
     found = []
     nb = nbformat.read(notebook, as_version=4)
@@ -126,13 +126,13 @@ def grade_and_record(
     scheduler: str | None,
     sandboxed: bool,
 ) -> None:
-    """Grade `students` on workers (course.parallel) and record each as it finishes, in
-    this process alone (course.recording); a text progress bar on stderr. nbgrader's log
+    """Grade `students` on workers (course.grader.parallel) and record each as it finishes, in
+    this process alone (course.grader.recording); a text progress bar on stderr. nbgrader's log
     of every submission is kept in .nbgrader/logs/autograde-<assignment>.log."""
     from tqdm import tqdm
 
-    from course import parallel
-    from course.recording import Recorder
+    from course.grader import parallel
+    from course.grader.recording import Recorder
 
     try:
         config = parallel.load_config(root)
@@ -187,11 +187,11 @@ def grade(
 
     sandboxed: False grades with kernels outside the sandbox, on purpose only.
     workers, scheduler: grade on this many local worker processes, or on a Dask cluster
-    (course.parallel); only this process writes the gradebook (course.recording).
+    (course.grader.parallel); only this process writes the gradebook (course.grader.recording).
     force: False regrades only submissions that are new or changed since they were graded.
     Raises SandboxUnavailable, before grading anything, where no sandbox can start.
     """
-    from course import sandbox
+    from course.grader import sandbox
 
     if sandboxed and not scheduler:
         sandbox.check_available()  # a cluster's workers check their own

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import nbformat
 
-from course.build import nbgrader
+from course.authoring.build import nbgrader
 from course.paths import course_root, gradebook_url, tool_env
 
 COURSE_FILES = ["nbgrader_config.py", "source", "release", "references"]
@@ -153,8 +153,10 @@ def judge_in_process(source_nb: nbformat.NotebookNode, answers: dict[str, str]) 
     in, decoded, judged). A fast path for the mutation harness, which also checks that it
     agrees with real nbgrader grading.
     """
-    from course.build import solution_namespace
-    from course.grading import encode, get_check, probe, verdict
+    from course.authoring.build import solution_namespace
+    from course.grader.judge import verdict
+    from course.grader.model import encode, get_check
+    from course.grader.probe import probe
 
     namespace = solution_namespace(source_nb, "variant", answers)
     scores = {}

@@ -1,0 +1,1 @@
+"""Authoring the course: build, references, scratch courses, the demo and the benchmarks."""

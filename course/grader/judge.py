@@ -1,0 +1,167 @@
+"""The grader side of a hidden check: judge a probe's outputs against the references.
+
+Runs in the grader's process, never in a student's kernel. Reports say what went wrong and
+the likely mistake, never an expected value.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from course.grader.model import Broken, Check, Result, Rule, decode, get_check, rule_for
+from course.grader.references import load_reference
+
+# ---------------------------------------------------------------- judging
+
+
+CLASSIC_FACTORS = {
+    -1.0: "has the right size but the wrong sign",
+    2.0: "is twice the expected value (a contribution counted twice? h instead of 2h?)",
+    0.5: "is half the expected value (a contribution missing?)",
+    -2.0: "is twice the expected value, with the wrong sign",
+    -0.5: "is half the expected value, with the wrong sign",
+}
+
+
+def _describe_mismatch(got: np.ndarray, want: np.ndarray, rtol: float) -> str:
+    """Say how `got` differs from `want` without revealing `want`."""
+    if got.shape != want.shape:
+        if got.shape == want.shape[::-1] and got.ndim == 2:
+            return f"has shape {got.shape}, the transpose of the expected {want.shape}"
+        return f"has shape {got.shape}, expected {want.shape}"
+    if not np.all(np.isfinite(got)):
+        return "contains NaN or infinity (an overflow, or a log or division of zero?)"
+    if want.size and np.all(got == 0) and np.any(want != 0):
+        return "is all zeros (nothing was propagated or accumulated here?)"
+    # A classic factor (a sign, a doubled or halved gradient) is worth naming; any other
+    # ratio, or one of a single number, would tell the student the expected value.
+    if np.sum(np.abs(want) > 1e-12) > 1:
+        for k, words in CLASSIC_FACTORS.items():
+            if np.allclose(got, k * want, rtol=1e-6, atol=0):
+                return words
+    if want.size == 1:
+        # With one number, its relative error and the student's own value give the
+        # expected value away: say only that it is off.
+        return f"is off, beyond the tolerance ({rtol:.0e})"
+    errors = np.abs(got - want) / np.maximum(1e-8, np.abs(got) + np.abs(want))
+    wrong = int(np.sum(errors > rtol))
+    where = f" at {wrong} of {want.size} entries"
+    return f"is off: relative error {float(errors.max()):.1e}{where} (tolerance {rtol:.0e})"
+
+
+def judge_one(key: str, got, want, rule: Rule) -> Result:
+    label = f"{rule.what} {key.partition(':')[2]}".strip()
+    if isinstance(got, Broken):
+        return Result(key, False, rule.weight, f"{label}: {got.why}")
+    if got is None:
+        return Result(key, False, rule.weight, f"{label}: not computed")
+    hint = f" Likely mistake: {rule.hint}" if rule.hint else ""
+    if rule.kind == "true":
+        ok = bool(got) is True
+        return Result(key, ok, rule.weight, "" if ok else f"{label}: does not hold.{hint}")
+    if rule.kind == "below":
+        value = float(got) if not isinstance(got, bool) else float("nan")
+        ok = value <= rule.rtol
+        msg = f"{label}: {value:.1e}, above {rule.rtol:.0e}.{hint}"
+        return Result(key, ok, rule.weight, "" if ok else msg)
+    got_a = np.asarray(got, dtype=np.float64)
+    want_a = np.asarray(want, dtype=np.float64)
+    ok = (
+        got_a.shape == want_a.shape
+        and bool(np.all(np.isfinite(got_a)))
+        and bool(
+            np.all(
+                np.abs(got_a - want_a)
+                <= rule.rtol * np.maximum(1e-8, np.abs(got_a) + np.abs(want_a))
+            )
+        )
+    )
+    if ok:
+        return Result(key, True, rule.weight)
+    return Result(
+        key, False, rule.weight, f"{label} {_describe_mismatch(got_a, want_a, rule.rtol)}.{hint}"
+    )
+
+
+def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
+    """One Result per reference key; a key the student's probe never reached fails."""
+    stopped = outputs.get("_stopped")  # why the probe ended early, e.g. a missing name
+    results = {
+        key: judge_one(key, outputs.get(key, stopped), want, rule_for(check, key))
+        for key, want in reference.items()
+    }
+    for key, result in results.items():
+        rule = rule_for(check, key)
+        detail = key.partition(":")[2]
+        needed = results.get(f"{rule.requires}:{detail}") if rule.requires else None
+        if rule.requires and result.passed and not (needed and needed.passed):
+            label = f"{rule.what} {detail}".strip()
+            why = f"{label}: not credited while the {rule.requires} check of it fails"
+            results[key] = Result(key, False, rule.weight, why)
+    return list(results.values())
+
+
+def score(check: Check, results: list[Result]) -> float:
+    """Points earned: the passed share of the weights, floored to hundredths."""
+    total = sum(r.weight for r in results)
+    if total == 0:
+        return 0.0
+    earned = check.points * sum(r.weight for r in results if r.passed) / total
+    return math.floor(earned * 100 + 1e-9) / 100
+
+
+def report(check: Check, results: list[Result], points: float, limit: int = 8) -> str:
+    """The verdict in words: the score, then each failure (one line for the many that share
+    a cause, such as every sub-check raising NotImplementedError)."""
+    passed = sum(r.passed for r in results)
+    lines = [
+        f"{check.name}: {points:g} of {check.points:g} points "
+        f"({passed} of {len(results)} sub-checks passed)"
+    ]
+    groups: dict[str, list[Result]] = {}
+    for r in results:
+        if not r.passed:
+            cause = r.message.partition(": ")[2]
+            groups.setdefault(cause if cause.startswith(SHARED_CAUSES) else r.message, []).append(r)
+    for shown, (cause, members) in enumerate(groups.items()):
+        if shown == limit:
+            lines.append(f"  ... and {len(groups) - limit} more failures")
+            break
+        if len(members) == 1:
+            lines.append(f"  FAIL {members[0].message}")
+        else:
+            first = members[0].message.partition(": ")[0]
+            lines.append(f"  FAIL {len(members)} sub-checks ({first}, ...): {cause}")
+    return "\n".join(lines)
+
+
+# Causes that many sub-checks share; reported once.
+SHARED_CAUSES = ("raised ", "the notebook defines no", "not credited while")
+
+
+def verdict(name: str, payload: dict | None, why_missing: str = "") -> tuple[float, str]:
+    """Grader side: (points, report) for the probe payload a grade cell emitted (or None)."""
+    points, text, _ = verdict_with_pictures(name, payload, why_missing, pictures=False)
+    return points, text
+
+
+def verdict_with_pictures(
+    name: str, payload: dict | None, why_missing: str = "", pictures: bool = True
+) -> tuple[float, str, list[bytes]]:
+    """(points, report, PNGs for the feedback): see course.grader.figures."""
+    chk = get_check(name)
+    if payload is None:
+        reason = why_missing or "the hidden check did not run"
+        return 0.0, f"{name}: 0 of {chk.points:g} points ({reason})", []
+    outputs = {key: decode(value) for key, value in payload.get("outputs", {}).items()}
+    reference = load_reference(chk)
+    results = judge(chk, outputs, reference)
+    points = score(chk, results)
+    pngs = []
+    if pictures:
+        from course.grader.figures import pictures as draw
+
+        pngs = draw(chk, outputs, reference, results)
+    return float(points), report(chk, results, points), pngs

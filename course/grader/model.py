@@ -1,0 +1,118 @@
+"""The data model of hidden checks: a Check (probe and rules), Rules, Results, Broken values,
+the registry of every assignment's checks, and the JSON form in which outputs travel."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:  # the probe's types; the probe module imports this one
+    from course.grader.probe import Outputs, Student
+
+
+class MissingName(Exception):
+    """The notebook does not define a name the check needs."""
+
+
+@dataclass(frozen=True)
+class Broken:
+    """A sub-check with no usable value, and why: what the code raised, or what it broke."""
+
+    why: str
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How the outputs whose key starts with a prefix are judged.
+
+    kind: "close" (to the reference, within rtol), "true" (an invariant the student's
+    outputs must satisfy), "below" (the student's value, an error measure, under rtol).
+    what: the words used in messages, e.g. "gradient"; hint: the likely mistake.
+    """
+
+    what: str
+    kind: str = "close"
+    rtol: float = 1e-9
+    hint: str = ""
+    weight: float = 1.0
+    # Credit only if the output "<requires>:<same detail>" passed: a self-consistency check
+    # of a degenerate implementation (all zeros agree with all zeros) earns nothing alone.
+    requires: str | None = None
+    picture: str | None = None  # "curve": if it fails, draw it over the reference band
+
+
+@dataclass(frozen=True)
+class Result:
+    key: str
+    passed: bool
+    weight: float
+    message: str = ""
+
+
+@dataclass
+class Check:
+    name: str
+    notebook: str  # "<assignment>/<notebook stem>", where its reference values live
+    points: float
+    # probe(student, rng, outputs): call the student's code, record into `outputs`.
+    probe: Callable[[Student, np.random.Generator, Outputs], None]
+    rules: dict[str, Rule]
+
+    def seed(self) -> int:
+        return zlib.crc32(self.name.encode())
+
+
+CHECKS: dict[str, Check] = {}
+
+
+def register(check: Check) -> Check:
+    if check.name in CHECKS:
+        raise ValueError(f"two checks named {check.name!r}")
+    CHECKS[check.name] = check
+    return check
+
+
+def _load_checks() -> None:
+    # Importing the assignment modules registers their checks.
+    from course.checks import load_all
+
+    load_all()
+
+
+def checks_by_name() -> dict[str, Check]:
+    _load_checks()
+    return CHECKS
+
+
+def get_check(name: str) -> Check:
+    _load_checks()
+    if name not in CHECKS:
+        raise KeyError(f"no hidden check named {name!r}; known: {sorted(CHECKS)}")
+    return CHECKS[name]
+
+
+def rule_for(check: Check, key: str) -> Rule:
+    prefix = key.partition(":")[0]
+    if prefix not in check.rules:
+        raise KeyError(f"check {check.name!r} has no rule for outputs named {prefix!r}")
+    return check.rules[prefix]
+
+
+def encode(value):
+    if isinstance(value, Broken):
+        return {"broken": value.why}
+    if isinstance(value, np.ndarray):
+        return {"array": value.tolist(), "shape": list(value.shape)}
+    return value
+
+
+def decode(value):
+    if isinstance(value, dict) and "broken" in value:
+        return Broken(str(value["broken"]))
+    if isinstance(value, dict) and "array" in value:
+        return np.array(value["array"], dtype=np.float64).reshape(value["shape"])
+    return value

@@ -1,0 +1,117 @@
+"""The kernel side of a hidden check: call the student's functions, record what they return.
+
+This is the only grading module that runs inside a student's kernel. It decides nothing:
+`check` displays the recorded outputs, and the grader judges them (course.grader.judge).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+
+from course.grader.model import Broken, Check, MissingName, encode, get_check
+
+
+class Student:
+    """The notebook's namespace, as a check sees it."""
+
+    def __init__(self, namespace: dict):
+        self._ns = namespace
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self._ns[name]
+        except KeyError:
+            raise MissingName(f"the notebook defines no `{name}`") from None
+
+
+@contextlib.contextmanager
+def quiet():
+    """Run student code with its prints, warnings and stderr swallowed."""
+    with (
+        warnings.catch_warnings(),
+        np.errstate(all="ignore"),
+        contextlib.redirect_stdout(io.StringIO()),
+        contextlib.redirect_stderr(io.StringIO()),
+    ):
+        warnings.simplefilter("ignore")
+        yield
+
+
+class Outputs(dict):
+    """A probe's outputs; `record` runs one piece of student code and keeps what it gave."""
+
+    def record(self, keys: str | list[str], compute: Callable[[], object]) -> None:
+        """Store compute() under `keys`; with a list of keys, compute returns one value each.
+
+        If the student's code raises, every one of those keys records what it raised.
+        """
+        names = [keys] if isinstance(keys, str) else list(keys)
+        try:
+            with quiet():
+                value = compute()
+            values = [value] if isinstance(keys, str) else list(value)
+            if len(values) != len(names):
+                raise ValueError(f"expected {len(names)} results, got {len(values)}")
+        except MissingName as exc:
+            values = [Broken(str(exc))] * len(names)
+        except Exception as exc:  # noqa: BLE001 (any student error fails these keys only)
+            text = str(exc).splitlines()[0][:120] if str(exc) else ""
+            why = f"raised {type(exc).__name__}" + (f": {text}" if text else "")
+            values = [Broken(why)] * len(names)
+        for name, value in zip(names, values, strict=True):
+            self[name] = _plain(value)
+
+
+def _plain(value):
+    """Student results as plain data: floats, booleans, float64 arrays, or Broken."""
+    if isinstance(value, Broken | bool | np.bool_):
+        return value if isinstance(value, Broken) else bool(value)
+    if value is None:
+        return Broken("returned None (is a `return` missing?)")
+    if isinstance(value, str | bytes):
+        return Broken(f"returned a {type(value).__name__}, not a number or an array")
+    try:
+        array = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        return Broken(f"returned {type(value).__name__}, not a number or an array")
+    return float(array) if array.ndim == 0 else array
+
+
+def probe(check: Check, namespace: dict) -> dict:
+    outputs = Outputs()
+    try:
+        check.probe(Student(namespace), np.random.default_rng(check.seed()), outputs)
+    except Exception as exc:  # noqa: BLE001 (a probe stops at the first unrecorded error)
+        why = str(exc) if isinstance(exc, MissingName) else f"raised {type(exc).__name__}: {exc}"
+        outputs.setdefault("_stopped", Broken(why))
+    return dict(outputs)
+
+
+# ---------------------------------------------------------------- in a grade cell
+
+PROBE_MIME = "application/vnd.everything-leaks.probe+json"
+
+
+def check(name: str, namespace: dict) -> float:
+    """Probe hidden check `name` on the notebook's namespace, and emit what it recorded.
+
+    This runs in the student's kernel, so it decides nothing: it displays the outputs under
+    PROBE_MIME, and the grader's `JudgeHiddenChecks` step (course.grader.nbgrader_ext), outside
+    the kernel, compares them with the references and writes the verdict into the cell.
+    It evaluates to 0.0, so that a grading set-up without that step scores zero, not full.
+    """
+    from IPython.display import display
+
+    chk = get_check(name)
+    outputs = probe(chk, namespace)
+    payload = {"check": name, "outputs": {k: encode(v) for k, v in outputs.items()}}
+    summary = f"{name}: {len(outputs)} results recorded; the grader judges them (0 until then)."
+    display({PROBE_MIME: payload, "text/plain": summary}, raw=True)
+    return 0.0
