@@ -38,7 +38,7 @@ lab: workspace
 lab-instructor: setup
 	$(BIN)/jupyter lab --port=$(PORT) $(ALLOW_ROOT) --ServerApp.root_dir=$(CURDIR)
 
-test: setup
+test: setup lint
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 release: setup
@@ -56,6 +56,7 @@ format: setup
 
 lint: setup
 	$(BIN)/ruff check course tests nbgrader_config.py source
+	$(BIN)/ruff format --check course tests nbgrader_config.py source
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache gradebook.db submitted autograded/*/ feedback .nbgrader

@@ -19,6 +19,7 @@ from nbgrader.preprocessors import (
     SaveAutoGrades,
 )
 
+from course.checks import slow_grade_cells
 from course.grader.nbgrader_ext import GuardedExecute, JudgeHiddenChecks
 from course.paths import gradebook_url
 
@@ -44,7 +45,8 @@ c.Exchange.root = os.environ.get("NBGRADER_EXCHANGE", str(ROOT / ".nbgrader" / "
 # Per-cell timeouts, in seconds: the grade cells that train a model get three times as
 # long. COURSE_CELL_TIMEOUT scales them all (a slow grading machine, or a test of loops).
 CELL_TIMEOUT = int(os.environ.get("COURSE_CELL_TIMEOUT", "60"))
-TRAINING_GRADE_CELLS = {"mlp_training", "two_layer_training"}
+# Which cells train is declared by each assignment (`slow_cells` in course/checks/<name>.py).
+TRAINING_GRADE_CELLS = slow_grade_cells()
 
 
 def _cell_timeout(cell):

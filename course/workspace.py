@@ -14,7 +14,7 @@ from pathlib import Path
 
 import nbformat
 
-from course.catalogue import CATALOGUE
+from course import checks
 from course.paths import course_root
 
 INTRO = """\
@@ -58,7 +58,7 @@ def start_page(work: Path, assignments: list[str]) -> nbformat.NotebookNode:
     """The course map, one row per released assignment, with the learner's progress."""
     rows = ["| Assignment | You build | The leak it shows | Your progress |", "|---|---|---|---|"]
     for name in assignments:
-        entry = CATALOGUE.get(name)
+        entry = checks.assignments().get(name)
         notebook = next(iter(sorted((work / name).glob("*.ipynb"))), None)
         if entry is None or notebook is None:
             continue

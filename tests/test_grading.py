@@ -1,4 +1,4 @@
-"""Unit tests of the grader core (course.grader): messages, rules, scores, recording, and the grade cells.
+"""Unit tests of the grader core (course.grader): messages, rules, scores and grade cells.
 
 The hidden checks must never reveal an expected value, never award full points for a
 partly wrong answer, never write to stderr (nbgrader would fail the cell), and must give

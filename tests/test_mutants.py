@@ -8,17 +8,22 @@ real `nbgrader autograde`, and both ways must give the same scores.
 """
 
 import functools
+import importlib
 
 import nbformat
 import pytest
 
 from course.authoring.build import notebook_from_text
 from course.authoring.classroom import judge_in_process, mutate, nbgrader_meta, solution_sources
+from course.checks import assignment_modules
 from course.paths import course_root
-from tests import variants_backprop, variants_linear, variants_multilayer, variants_optimisers
 from tests.harness import Batch
 
-MODULES = [variants_backprop, variants_linear, variants_multilayer, variants_optimisers]
+# Every assignment's variants, found by file name: tests/variants_<checks module>.py.
+MODULES = [
+    importlib.import_module(f"tests.variants_{m.__name__.rsplit('.', 1)[1]}")
+    for m in assignment_modules()
+]
 
 
 @functools.cache

@@ -4,10 +4,18 @@ import numpy as np
 
 from course.data import two_moons
 from course.gradcheck import rel_error
-from course.grader.model import Broken, Check, Rule, register
+from course.grader.model import Assignment, Broken, Check, Rule, register
 from course.mlp import MLP, train
 
-NOTEBOOK = "01_backprop/backprop"
+ASSIGNMENT = Assignment(
+    id="01_backprop",
+    notebook="backprop",
+    title="01 Backprop by hand",
+    builds="a scalar autograd engine (`Value`), numerical gradient checkers",
+    leak="numerics and bookkeeping decide whether a gradient is right",
+    slow_cells=frozenset({"mlp_training"}),
+)
+NOTEBOOK = ASSIGNMENT.key
 
 
 def _signed(rng, low=0.5, high=2.0):

@@ -8,9 +8,23 @@ one maximum for the whole batch, or the log of an underflowed probability, shows
 import numpy as np
 
 from course.gradcheck import numerical_gradient, rel_error
-from course.grader.model import Broken, Check, Rule, register
+from course.grader.model import Assignment, Broken, Check, Rule, register
 
-NOTEBOOK = "02_linear/linear"
+ASSIGNMENT = Assignment(
+    id="02_linear",
+    notebook="linear",
+    title="02 Linear classifiers",
+    builds=(
+        "SVM and softmax losses, with loops and vectorised, trained with SGD on real "
+        "handwritten digits"
+    ),
+    leak=(
+        "floating point: a softmax that overflows, or takes the log of a probability that "
+        "rounded to 0, stops training; the learning rate and regularisation decide what is "
+        "learned"
+    ),
+)
+NOTEBOOK = ASSIGNMENT.key
 
 
 def loss_cases(rng, N: int, D: int, C: int) -> dict:

@@ -9,10 +9,24 @@ import numpy as np
 
 from course.checks.linear import large_scores
 from course.gradcheck import numerical_gradient, rel_error
-from course.grader.model import Broken, Check, Rule, register
+from course.grader.model import Assignment, Broken, Check, Rule, register
 from course.training import accuracy, fit
 
-NOTEBOOK = "03_multilayer/multilayer"
+ASSIGNMENT = Assignment(
+    id="03_multilayer",
+    notebook="multilayer",
+    title="03 Multilayer networks",
+    builds=(
+        "affine and ReLU layers, losses on scores, `TwoLayerNet`, `sgd`, a training loop (97% "
+        "on the digits' test set)"
+    ),
+    leak=(
+        "the weight scale and the step size decide whether the network learns at all, or its "
+        "ReLUs die"
+    ),
+    slow_cells=frozenset({"two_layer_training"}),
+)
+NOTEBOOK = ASSIGNMENT.key
 
 
 def _copies(*arrays):

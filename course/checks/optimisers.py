@@ -10,9 +10,23 @@ never by the exact random numbers.
 import numpy as np
 
 from course.checks.multilayer import record_network_loss
-from course.grader.model import Broken, Check, Rule, register
+from course.grader.model import Assignment, Broken, Check, Rule, register
 
-NOTEBOOK = "04_optimisers/optimisers"
+ASSIGNMENT = Assignment(
+    id="04_optimisers",
+    notebook="optimisers",
+    title="04 Initialisation and optimisers",
+    builds=(
+        "`weight_init` (Xavier, He), a deep `FullyConnectedNet`, `sgd_momentum`, `rmsprop`, "
+        "`adam`, `adamw`"
+    ),
+    leak=(
+        "at depth, the scale of the first draw decides whether anything trains; bias "
+        "correction, where weight decay enters and the learning-rate schedule each change the "
+        "descent"
+    ),
+)
+NOTEBOOK = ASSIGNMENT.key
 
 # ------------------------------------------------------------------- weight_init
 

@@ -66,6 +66,28 @@ class Check:
         return zlib.crc32(self.name.encode())
 
 
+@dataclass(frozen=True)
+class Assignment:
+    """What an assignment is, declared once in its checks module as `ASSIGNMENT`.
+
+    The start page, the catalogue, nbgrader_config.py's timeouts, the README's table (a
+    test compares them) and the mutation tests all read this declaration, so adding an
+    assignment is three files: its source, its checks module, its variants.
+    """
+
+    id: str  # the folder under source/ and release/, e.g. "04_optimisers"
+    notebook: str  # the notebook's name in that folder, without .ipynb
+    title: str
+    builds: str  # what the learner builds, in words
+    leak: str  # the leak it shows, in words
+    slow_cells: frozenset[str] = frozenset()  # grade cells that train: a longer timeout
+
+    @property
+    def key(self) -> str:
+        """ "<assignment>/<notebook>": how checks and references name the notebook."""
+        return f"{self.id}/{self.notebook}"
+
+
 CHECKS: dict[str, Check] = {}
 
 
