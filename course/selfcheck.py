@@ -23,6 +23,7 @@ from tqdm import tqdm
 
 from course.authoring.classroom import ScratchCourse
 from course.grader import autograde
+from course.grader.cells import grade_id_of_test_cell, nbgrader_meta
 from course.paths import course_root
 from course.workspace import write_start_page
 
@@ -59,9 +60,9 @@ def exercises(graded: Path) -> list[Exercise]:
     nb = nbformat.read(graded, as_version=4)
     found = []
     for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if not meta.get("grade") or meta.get("solution"):
+        if grade_id_of_test_cell(cell) is None:
             continue
+        meta = nbgrader_meta(cell)
         report = "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout")
         points = next(
             (

@@ -13,6 +13,7 @@ import threading
 import nbformat
 import pytest
 
+from course.grader.cells import solution_cell_id
 from tests.harness import Batch, read_nb, tree_digest
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("adversarial")]
@@ -134,7 +135,7 @@ os._exit(0)
 def attack_notebook(batch, code):
     """The blank release, trimmed, with the attack right after the imports."""
     nb = batch.answered({}, trim=True)
-    nb.cells = [c for c in nb.cells if not c.metadata.get("nbgrader", {}).get("solution")]
+    nb.cells = [c for c in nb.cells if not solution_cell_id(c)]
     nb.cells.insert(1, nbformat.v4.new_code_cell(code))
     return nb
 

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from course.authoring import build
-from course.authoring.classroom import ScratchCourse, nbgrader_meta
+from course.authoring.classroom import ScratchCourse
 from course.grader import judge, model
+from course.grader.cells import grade_id_of_test_cell, solution_cell_id
 from course.paths import course_root
 
 ROOT = course_root()
@@ -133,7 +134,7 @@ def test_release_reveals_no_solution_and_no_hidden_check(text):
         assert marker not in body, f"release contains {marker!r}"
     leaked = {line for line in solution_lines(text.read_text()) if line in body}
     assert not leaked, f"solution lines in the release: {sorted(leaked)[:5]}"
-    stubs = [c for c in nb.cells if nbgrader_meta(c).get("solution")]
+    stubs = [c for c in nb.cells if solution_cell_id(c)]
     assert stubs and all("raise NotImplementedError()" in c.source for c in stubs)
 
 
@@ -141,7 +142,7 @@ def test_grade_ids_name_what_they_grade():
     for text in TEXTS:
         nb = build.notebook_from_text(text.read_text())
         for cell in nb.cells:
-            meta = nbgrader_meta(cell)
-            if meta.get("grade") and not meta.get("solution"):
-                assert re.fullmatch(r"[a-z][a-z0-9_]+", meta["grade_id"])
-                assert f'check("{meta["grade_id"]}", globals())' in cell.source
+            grade_id = grade_id_of_test_cell(cell)
+            if grade_id is not None:
+                assert re.fullmatch(r"[a-z][a-z0-9_]+", grade_id)
+                assert f'check("{grade_id}", globals())' in cell.source

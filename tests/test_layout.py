@@ -24,6 +24,7 @@ LAYERS = [
      "course.mlp", "course.deepnet", "course.notebook", "course.paths"},
     # 1: the grader core and the hidden checks.
     {"course.grading", "course.grader", "course.grader.model", "course.grader.probe",
+     "course.grader.cells",
      "course.grader.judge", "course.grader.references", "course.grader.figures",
      "course.checks", "course.checks.*"},
     # 2: nbgrader integration.

@@ -14,8 +14,9 @@ import nbformat
 import pytest
 
 from course.authoring.build import notebook_from_text
-from course.authoring.classroom import judge_in_process, mutate, nbgrader_meta, solution_sources
+from course.authoring.classroom import judge_in_process, mutate, solution_sources
 from course.checks import assignment_modules
+from course.grader.cells import grade_id_of_test_cell, nbgrader_meta, solution_cell_id
 from course.paths import course_root
 from tests.harness import Batch
 
@@ -33,9 +34,11 @@ def source_notebook(assignment: str, notebook: str):
 
 
 def max_scores(module) -> dict[str, float]:
-    cells = [nbgrader_meta(c) for c in source_notebook(module.ASSIGNMENT, module.NOTEBOOK).cells]
+    cells = source_notebook(module.ASSIGNMENT, module.NOTEBOOK).cells
     return {
-        c["grade_id"]: float(c["points"]) for c in cells if c.get("grade") and not c.get("solution")
+        grade_id_of_test_cell(c): float(nbgrader_meta(c)["points"])
+        for c in cells
+        if grade_id_of_test_cell(c)
     }
 
 
@@ -119,7 +122,7 @@ def test_the_blank_release_earns_nothing_in_any_cell(module):
 def test_every_grade_cell_and_graded_function_has_mutants_and_alternates(module):
     """Three mutants that each grade cell must catch; three mutants and two alternates
     for each graded function (the solution cells that define it)."""
-    cells = [nbgrader_meta(c) for c in source_notebook(module.ASSIGNMENT, module.NOTEBOOK).cells]
+    nb_cells = source_notebook(module.ASSIGNMENT, module.NOTEBOOK).cells
     for cell in max_scores(module):
         killers = [v for v in module.MUTANTS if cell in v.loses]
         assert len(killers) >= 3, f"{cell}: only {len(killers)} mutants"
@@ -128,5 +131,5 @@ def test_every_grade_cell_and_graded_function_has_mutants_and_alternates(module)
         alternates = [a for a in module.ALTERNATES if set(a.answers) & its_cells]
         assert len(mutants) >= 3, f"{function}: only {len(mutants)} mutants"
         assert len(alternates) >= 2, f"{function}: only {len(alternates)} alternates"
-    solution_cells = {c["grade_id"] for c in cells if c.get("solution")}
+    solution_cells = {solution_cell_id(c) for c in nb_cells if solution_cell_id(c)}
     assert set().union(*module.GRADED_FUNCTIONS.values()) <= solution_cells

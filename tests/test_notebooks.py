@@ -7,7 +7,7 @@ import nbformat
 import pytest
 
 from course.authoring import build
-from course.authoring.classroom import nbgrader_meta
+from course.grader.cells import grade_id_of_test_cell, nbgrader_meta
 from course.grader.kernel_client import PromptNotebookClient
 from course.grader.nbgrader_ext import judge_notebook
 from course.paths import course_root
@@ -29,9 +29,9 @@ def test_source_notebook_runs_with_full_marks(text):
     print(f"{path.relative_to(ROOT)}: {time.perf_counter() - start:.1f} s")  # see `make bench`
     judge_notebook(nb)  # as nbgrader's autograde does, outside the kernel
     for cell in nb.cells:
-        meta = nbgrader_meta(cell)
-        if not (meta.get("grade") and not meta.get("solution")):
+        if grade_id_of_test_cell(cell) is None:
             continue
+        meta = nbgrader_meta(cell)
         outputs = cell.outputs
         assert not [o for o in outputs if o.output_type == "stream" and o.name == "stderr"]
         results = [o for o in outputs if o.output_type == "execute_result"]

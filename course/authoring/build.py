@@ -22,6 +22,7 @@ import jupytext
 import nbformat
 
 from course.grader import judge, model, probe
+from course.grader.cells import grade_id_of_test_cell, nbgrader_meta, solution_cell_id
 from course.paths import tool_env
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
@@ -89,9 +90,9 @@ def write_notebook(nb: nbformat.NotebookNode, path: Path) -> None:
 def validate_grade_cells(nb: nbformat.NotebookNode, key: str) -> None:
     """Each grade cell that runs a hidden check is worth what the check scores."""
     for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if not meta.get("grade") or meta.get("solution"):
+        if grade_id_of_test_cell(cell) is None:
             continue
+        meta = nbgrader_meta(cell)
         chk = (
             model.get_check(meta["grade_id"])
             if f'check("{meta["grade_id"]}"' in cell.source
@@ -156,7 +157,7 @@ def solution_namespace(
     then a cell that raises is skipped, as a kernel goes on to the next cell.
     """
     code = [c for c in nb.cells if c.cell_type == "code"]
-    wanted = code[:1] + [c for c in code[1:] if c.metadata.get("nbgrader", {}).get("solution")]
+    wanted = code[:1] + [c for c in code[1:] if solution_cell_id(c)]
     namespace: dict = {"__name__": "__solutions__"}
     os.environ.setdefault("MPLBACKEND", "Agg")
     for cell in wanted:

@@ -18,6 +18,7 @@ from pathlib import Path
 import nbformat
 
 from course.authoring.build import nbgrader
+from course.grader.cells import grade_id_of_test_cell, nbgrader_meta, solution_cell_id
 from course.paths import course_root, gradebook_url, tool_env
 
 COURSE_FILES = ["nbgrader_config.py", "source", "release", "references"]
@@ -29,16 +30,12 @@ def strip_solution_markers(source: str) -> str:
     return "\n".join(line for line in source.splitlines() if not SOLUTION_MARKER.match(line))
 
 
-def nbgrader_meta(cell) -> dict:
-    return cell.metadata.get("nbgrader", {})
-
-
 def solution_sources(source_nb: nbformat.NotebookNode) -> dict[str, str]:
     """{grade id: solution code} for every solution cell of a source notebook."""
     return {
-        nbgrader_meta(c)["grade_id"]: strip_solution_markers(c.source)
+        solution_cell_id(c): strip_solution_markers(c.source)
         for c in source_nb.cells
-        if nbgrader_meta(c).get("solution")
+        if solution_cell_id(c)
     }
 
 
@@ -161,10 +158,9 @@ def judge_in_process(source_nb: nbformat.NotebookNode, answers: dict[str, str]) 
     namespace = solution_namespace(source_nb, "variant", answers)
     scores = {}
     for cell in source_nb.cells:
-        meta = nbgrader_meta(cell)
-        if not meta.get("grade") or meta.get("solution"):
+        name = grade_id_of_test_cell(cell)
+        if name is None:
             continue
-        name = meta["grade_id"]
         outputs = probe(get_check(name), namespace)
         payload = {"check": name, "outputs": {k: encode(v) for k, v in outputs.items()}}
         scores[name] = verdict(name, json.loads(json.dumps(payload)))[0]

@@ -19,14 +19,8 @@ from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Bool
 
 from course.grader import judge, model, probe
+from course.grader.cells import grade_id_of_test_cell
 from course.grader.kernel_client import PromptReplies
-
-
-def grade_id_of(cell) -> str | None:
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    if meta.get("grade") and not meta.get("solution") and cell.get("cell_type") == "code":
-        return meta.get("grade_id")
-    return None
 
 
 def probe_payloads(cell) -> list[dict]:
@@ -52,7 +46,7 @@ def why_no_probe(cell, payloads: list[dict], grade_id: str) -> str:
 
 def judge_cell(cell) -> None:
     """Replace a hidden-check grade cell's outputs by the grader's verdict, in place."""
-    grade_id = grade_id_of(cell)
+    grade_id = grade_id_of_test_cell(cell)
     if grade_id is None or grade_id not in model.checks_by_name():
         return
     payloads = probe_payloads(cell)
