@@ -98,3 +98,20 @@ def test_undecodable_results_score_zero_instead_of_crashing_the_grader():
     judge_cell(cell)
     assert cell.outputs[-1]["data"]["text/plain"] == "0.0"
     assert "tampered output" in cell.outputs[0]["text"]
+
+
+def test_the_curve_picture_draws_the_band_the_judge_applies():
+    from course.grader.figures import passing_band
+    from course.grader.judge import judge_one
+
+    want = np.array([2.3, 1.1, -0.4, 0.07])
+    rule = Rule("loss curve", rtol=0.05)
+    low, high = passing_band(want, rule.rtol)
+    inside = 1 - 1e-9
+    for edge in (low + (want - low) * (1 - inside), high - (high - want) * (1 - inside)):
+        assert judge_one("c:", edge, want, rule).passed
+    for outside in (low - 1e-6 * np.abs(want), high + 1e-6 * np.abs(want)):
+        for i in range(len(want)):
+            got = want.copy()
+            got[i] = outside[i]
+            assert not judge_one("c:", got, want, rule).passed

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from course.checks._draw import away_from_zero
 from course.data import two_moons
 from course.gradcheck import rel_error
 from course.grader.model import Assignment, Broken, Check, Rule, register
@@ -16,10 +17,6 @@ ASSIGNMENT = Assignment(
     slow_cells=frozenset({"mlp_training"}),
 )
 NOTEBOOK = ASSIGNMENT.key
-
-
-def _signed(rng, low=0.5, high=2.0):
-    return float(rng.uniform(low, high) * rng.choice([-1.0, 1.0]))
 
 
 def _forward(V, values, build):
@@ -71,7 +68,7 @@ def _record_expression(out, V, name, points, build, self_check=True):
 
 def probe_value_ops(student, rng, out):
     V = student.Value
-    a, b = _signed(rng), _signed(rng)
+    a, b = away_from_zero(rng), away_from_zero(rng)
     c = float(rng.uniform(0.5, 2.0))  # positive: a base for a fractional power
     k = float(rng.uniform(1.5, 3.0))  # a plain number on either side of an operator
     n = int(rng.integers(2, 5))
@@ -209,7 +206,7 @@ def probe_value_backward(student, rng, out):
         "log-sum-exp mix": (softplus_mix, 2),
     }
     for name, (build, arity) in expressions.items():
-        values = [_signed(rng, 0.5, 1.5) for _ in range(arity)]
+        values = [away_from_zero(rng, low=0.5, high=1.5) for _ in range(arity)]
         _record_expression(out, V, name, [values], build)
 
 
@@ -248,7 +245,7 @@ register(
 
 def probe_value_accumulation(student, rng, out):
     V = student.Value
-    a0 = _signed(rng, 0.3, 1.2)
+    a0 = away_from_zero(rng, low=0.3, high=1.2)
 
     def reused_sum(a):
         return a + a

@@ -7,6 +7,7 @@ so an in-place edit in one sub-check cannot change another's inputs.
 
 import numpy as np
 
+from course.checks._draw import away_from_zero
 from course.checks.linear import large_scores
 from course.gradcheck import numerical_gradient, rel_error
 from course.grader.model import Assignment, Broken, Check, Rule, register
@@ -122,13 +123,9 @@ register(
 # ------------------------------------------------------------------- relu
 
 
-def _away_from_zero(rng, shape):
-    return rng.uniform(0.05, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
-
-
 def probe_relu(student, rng, out):
     for name, shape in (("x (7, 4)", (7, 4)), ("3-D x (3, 5, 2)", (3, 5, 2))):
-        x = _away_from_zero(rng, shape)
+        x = away_from_zero(rng, shape, low=0.05)
         dout = rng.standard_normal(shape)
         out.record(f"out:{name}", lambda x=x: student.relu_forward(x.copy())[0])
 

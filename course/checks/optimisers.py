@@ -9,6 +9,7 @@ never by the exact random numbers.
 
 import numpy as np
 
+from course.checks._draw import away_from_zero
 from course.checks.multilayer import record_network_loss
 from course.grader.model import Assignment, Broken, Check, Rule, register
 
@@ -251,7 +252,7 @@ def rule_probe(function: str, given: dict, state: dict, curve_config: dict):
     def probe(student, rng, out):
         rule = getattr(student, function)
         shape = (4, 3)
-        w0, dws = _away_from_zero(rng, shape), [_away_from_zero(rng, shape) for _ in range(STEPS)]
+        w0, dws = away_from_zero(rng, shape), [away_from_zero(rng, shape) for _ in range(STEPS)]
         starts = {"the default config": None}
         start = dict(given)
         for key, draw in state.items():
@@ -322,12 +323,6 @@ def rule_rules(hint: str) -> dict[str, Rule]:
             "", rtol=1e-4, weight=2, hint="the update, the state, or a default.", picture="curve"
         ),
     }
-
-
-def _away_from_zero(rng, shape):
-    """Entries of size 0.5 to 2: no tiny weight or gradient makes a relative error of
-    rounding (or of where epsilon sits) look like a mistake."""
-    return rng.uniform(0.5, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
 
 
 def _positive(rng, shape):

@@ -20,6 +20,8 @@ matplotlib.use("Agg")  # the grader has no display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from course.gradcheck import relative_errors  # noqa: E402
+
 MAX_PICTURES = 3
 
 
@@ -37,23 +39,33 @@ def warm_up() -> None:
     _png(fig)
 
 
+def passing_band(want: np.ndarray, rtol: float) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high): the values g the judge passes around each w, |g - w| <= rtol (|g| + |w|).
+
+    For w > 0 that is w (1 - rtol) / (1 + rtol) <= g <= w (1 + rtol) / (1 - rtol), about
+    w (1 +- 2 rtol): drawing w (1 +- rtol) would show half the band the judge applies.
+    """
+    a, b = want * (1 - rtol) / (1 + rtol), want * (1 + rtol) / (1 - rtol)
+    return np.minimum(a, b), np.maximum(a, b)
+
+
 def curve_picture(label: str, got: np.ndarray, want: np.ndarray, rtol: float) -> bytes:
     steps = np.arange(1, len(want) + 1)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.2))
     fig.subplots_adjust(left=0.08, right=0.98, bottom=0.16, top=0.9, wspace=0.3)
-    width = np.maximum(np.abs(want) * rtol, 1e-300)
+    low, high = passing_band(want, rtol)
     ax1.fill_between(
         steps,
-        want - width,
-        want + width,
+        low,
+        high,
         color="tab:gray",
         alpha=0.5,
         lw=4,
-        label=f"reference band (±{rtol:g} relative)",
+        label=f"where the check passes (relative error <= {rtol:g})",
     )
     if got.shape == want.shape:
         ax1.plot(steps, got, color="tab:red", marker=".", label="your curve")
-        deviation = np.abs(got - want) / np.maximum(np.abs(want), 1e-12)
+        deviation = relative_errors(got, want)  # the judge's measure, against its tolerance
         ax2.semilogy(steps, np.maximum(deviation, 1e-17), color="tab:red", marker=".")
     ax2.axhline(rtol, color="tab:gray", ls="--", label="the band's edge")
     ax1.set(xlabel="step", ylabel="loss")
@@ -69,7 +81,7 @@ def curve_picture(label: str, got: np.ndarray, want: np.ndarray, rtol: float) ->
 
 
 def heatmap_picture(label: str, got: np.ndarray, want: np.ndarray, rtol: float) -> bytes:
-    errors = np.abs(got - want) / np.maximum(1e-8, np.abs(got) + np.abs(want))
+    errors = relative_errors(got, want)
     grid = errors.reshape(errors.shape[0], -1) if errors.ndim > 1 else errors[None, :]
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     fig.subplots_adjust(left=0.12, right=0.97, bottom=0.24, top=0.88)

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from course.gradcheck import relative_errors
 from course.grader.model import Broken, Check, Result, Rule, decode, get_check, rule_for
 from course.grader.references import load_reference
 
@@ -45,7 +46,7 @@ def _describe_mismatch(got: np.ndarray, want: np.ndarray, rtol: float) -> str:
         # With one number, its relative error and the student's own value give the
         # expected value away: say only that it is off.
         return f"is off, beyond the tolerance ({rtol:.0e})"
-    errors = np.abs(got - want) / np.maximum(1e-8, np.abs(got) + np.abs(want))
+    errors = relative_errors(got, want)
     wrong = int(np.sum(errors > rtol))
     where = f" at {wrong} of {want.size} entries"
     return f"is off: relative error {float(errors.max()):.1e}{where} (tolerance {rtol:.0e})"
@@ -71,12 +72,7 @@ def judge_one(key: str, got, want, rule: Rule) -> Result:
     ok = (
         got_a.shape == want_a.shape
         and bool(np.all(np.isfinite(got_a)))
-        and bool(
-            np.all(
-                np.abs(got_a - want_a)
-                <= rule.rtol * np.maximum(1e-8, np.abs(got_a) + np.abs(want_a))
-            )
-        )
+        and bool(np.all(relative_errors(got_a, want_a) <= rule.rtol))
     )
     if ok:
         return Result(key, True, rule.weight)
