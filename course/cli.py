@@ -48,9 +48,8 @@ def _grade(args) -> int:
             course_root(),
             args.assignment,
             sandboxed=not args.unsandboxed,
-            workers=args.workers,
             scheduler=args.scheduler,
-            force=args.force,
+            **{k: v for k, v in vars(args).items() if k in ("workers", "force")},
         )
     except SandboxUnavailable as exc:
         print(f"course grade: nothing graded: {exc}", file=sys.stderr)
@@ -91,10 +90,11 @@ def main(argv: list[str] | None = None) -> int:
         "grade", help="autograde every submission; report what needs attention"
     )
     grade.add_argument("assignment", help="e.g. 01_backprop")
+    # One source of defaults, autograde.grade's: an option left out is not passed on.
     grade.add_argument(
         "--workers",
         type=int,
-        default=os.cpu_count() or 1,
+        default=argparse.SUPPRESS,
         help="execute this many submissions at once (default: one per core)",
     )
     grade.add_argument(
@@ -103,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument(
         "--force",
         action="store_true",
+        default=argparse.SUPPRESS,
         help="regrade every submission, not only the new or changed ones",
     )
     grade.add_argument(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,19 +180,22 @@ def grade(
     assignment: str,
     log=print,
     sandboxed: bool = True,
-    workers: int = 1,
+    workers: int | None = None,
     scheduler: str | None = None,
-    force: bool = True,
+    force: bool = False,
 ) -> list[Status]:
     """Autograde the submissions of `assignment` in course directory `root`.
 
     sandboxed: False grades with kernels outside the sandbox, on purpose only.
-    workers, scheduler: grade on this many local worker processes, or on a Dask cluster
-    (course.grader.parallel); only this process writes the gradebook (course.grader.recording).
+    workers, scheduler: grade on this many local worker processes (None: one per core), or
+    on a Dask cluster (course.grader.parallel); only this process writes the gradebook
+    (course.grader.recording). These defaults are the command line's (course.cli).
     force: False regrades only submissions that are new or changed since they were graded.
     Raises SandboxUnavailable, before grading anything, where no sandbox can start.
     """
     from course.grader import sandbox
+
+    workers = workers or os.cpu_count() or 1
 
     if sandboxed and not scheduler:
         sandbox.check_available()  # a cluster's workers check their own
