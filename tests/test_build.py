@@ -50,10 +50,14 @@ def agree_under_rule(stored, fresh, rule: model.Rule) -> bool:
     """
     if isinstance(stored, model.Broken) or isinstance(fresh, model.Broken):
         return stored == fresh
-    if rule.kind == "below":
-        return (float(stored) <= rule.rtol) == (float(fresh) <= rule.rtol)
-    if rule.kind == "true":
-        return bool(stored) == bool(fresh)
+    if rule.kind in ("below", "true") and rule.uses is None:
+        # An observation judged by a measure (forward values at nudged inputs, sample
+        # moments): only the verdict the grader draws from it must agree.
+        return judge.judge_one("", stored, stored, rule).passed == (
+            judge.judge_one("", fresh, fresh, rule).passed
+        )
+    if rule.kind in ("below", "true"):  # a trusted value the probe computed
+        return judge.judge_one("", fresh, stored, model.Rule("", rtol=1e-9)).passed
     return judge.judge_one("", fresh, stored, rule).passed
 
 
@@ -76,7 +80,7 @@ def test_references_are_what_the_solutions_compute():
 
 def test_the_reference_comparison_still_fails_on_a_real_change():
     close = model.Rule("value", rtol=1e-9)
-    below = model.Rule("error", kind="below", rtol=1e-6)
+    below = model.Rule("error", kind="below", rtol=1e-6, measure=lambda got, want: got)
     assert agree_under_rule(np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-14]), close)
     assert not agree_under_rule(np.array([1.0, 2.0]), np.array([1.0, 2.0 + 1e-6]), close)
     assert agree_under_rule(1.288628e-10, 1.597164e-10, below)  # the noise of issue 12

@@ -2,9 +2,9 @@
 
 import numpy as np
 
+from course.checks.common import against_reference, centred_error
 from course.data import two_moons
-from course.gradcheck import rel_error
-from course.grader.model import Broken, Check, Rule, register
+from course.grader.model import Check, Rule, register
 from course.mlp import MLP, train
 
 NOTEBOOK = "01_backprop/backprop"
@@ -25,9 +25,13 @@ def _forward(V, values, build):
     return leaves, node
 
 
+SELF_CHECK_STEP = 1e-6
+
+
 def _record_expression(out, V, name, points, build, self_check=True):
     """Record, at each input point, the forward value and the gradients after backward(),
-    and (optionally) their agreement with centred differences of the student's own forward.
+    and (optionally) the student's own forward values at inputs nudged by +-h, from which the
+    grader computes centred differences.
 
     points: list of input vectors; several points share one key, so an implementation that
     is right only where the answer is 0 (ReLU at a negative input) earns nothing.
@@ -35,24 +39,23 @@ def _record_expression(out, V, name, points, build, self_check=True):
     keys = [f"data:{name}", f"grad:{name}"] + ([f"selfcheck:{name}"] if self_check else [])
 
     def compute():
-        datas, grads, numeric = [], [], []
+        datas, grads, plus, minus = [], [], [], []
         for values in points:
             leaves, node = _forward(V, values, build)
             node.backward()
             datas.append(node.data)
             grads.append([leaf.grad for leaf in leaves])
             if self_check:
-                h = 1e-6
                 for i in range(len(values)):
-                    plus, minus = list(values), list(values)
-                    plus[i] += h
-                    minus[i] -= h
-                    f_plus = _forward(V, plus, build)[1].data
-                    f_minus = _forward(V, minus, build)[1].data
-                    numeric.append((f_plus - f_minus) / (2 * h))
+                    up, down = list(values), list(values)
+                    up[i] += SELF_CHECK_STEP
+                    down[i] -= SELF_CHECK_STEP
+                    plus.append(_forward(V, up, build)[1].data)
+                    minus.append(_forward(V, down, build)[1].data)
         results = [np.array(datas), np.array(grads)]
         if self_check:
-            results.append(rel_error(np.array(grads).ravel(), np.array(numeric)))
+            # Observations only: the grader differences them (course.checks.common).
+            results.append(np.stack([np.array(grads, dtype=np.float64).ravel(), plus, minus]))
         return results
 
     out.record(keys, compute)
@@ -229,6 +232,7 @@ register(
                 rtol=1e-5,
                 hint="some _backward disagrees with its own forward computation.",
                 requires="data",
+                measure=centred_error(SELF_CHECK_STEP),
             ),
         },
     )
@@ -311,6 +315,7 @@ register(
                 rtol=1e-5,
                 hint="accumulation or visiting order.",
                 requires="data",
+                measure=centred_error(SELF_CHECK_STEP),
             ),
             "seed": Rule("", rtol=1e-12, hint="backward() seeds the output's grad with 1.0."),
             "leaf": Rule(
@@ -324,19 +329,10 @@ register(
 # ------------------------------------------------------------------- numerical gradients
 
 
-def _unless_moved(grad, x, original):
-    """The gradient, or Broken if x was not restored exactly (bit for bit)."""
-    if x.shape == original.shape and np.array_equal(x, original):
-        return grad
-    return Broken(
-        "x was not restored exactly afterwards (save each old element and assign "
-        "it back: x[i] += h, then x[i] -= h, leaves rounding residue)"
-    )
-
-
 def _record_checker(out, name, call, x, exact, h):
-    """Record what a student's gradient checker gives on x (Broken unless x is restored
-    exactly) and, at the default step, its agreement with the exact gradient.
+    """Record what a student's gradient checker gives on x, x itself after the call (the
+    grader wants it bit for bit as before) and, at the default step, the analytic gradient
+    (a trusted value of the reference run, which the grader compares with the student's).
 
     call(x, h): runs the student's checker; exact(x): the analytic gradient.
     """
@@ -344,14 +340,23 @@ def _record_checker(out, name, call, x, exact, h):
 
     def compute():
         grad = call(x, h)
-        return _unless_moved(grad, x, original), rel_error(grad, exact(original))
+        return grad, np.array(x, dtype=np.float64), exact(original)
 
     if h is None:
-        out.record([f"grad:{name}", f"analytic:{name}"], compute)
+        out.record([f"grad:{name}", f"restored:{name}", f"analytic:{name}"], compute)
     else:
         # The truncation error of centred differences is h**2 * f''' / 6: with h = 1e-2 it
         # is visible, so only the default step is held to the analytic gradient.
-        out.record(f"grad:{name}", lambda: compute()[0])
+        out.record([f"grad:{name}", f"restored:{name}"], lambda: compute()[:2])
+
+
+RESTORED = Rule(
+    "x after the call, for",
+    rtol=0,  # bit for bit: the reference run leaves x exactly as it was
+    weight=0,  # worth nothing alone; the gradient is credited only with it
+    hint="save each old element and assign it back (x[i] += h, then x[i] -= h, leaves "
+    "rounding residue).",
+)
 
 
 def probe_numerical_gradient(student, rng, out):
@@ -395,13 +400,17 @@ register(
                 rtol=1e-7,
                 hint="use centred differences (f(x+h) - f(x-h)) / (2h) with the h "
                 "passed in, nudging one element of x at a time.",
+                requires="restored",
             ),
+            "restored": RESTORED,
             "analytic": Rule(
                 "agreement with the analytic gradient, for",
                 kind="below",
                 rtol=1e-7,
                 hint="centred differences with h = 1e-5 in float64.",
                 requires="grad",
+                measure=against_reference,
+                uses="grad",
             ),
         },
     )
@@ -455,13 +464,17 @@ register(
                 rtol=1e-7,
                 hint="grad[i] = sum((f(x+h) - f(x-h)) * df) / (2h); copy f(x+h) before "
                 "nudging x again, since f may return a view of x.",
+                requires="restored",
             ),
+            "restored": RESTORED,
             "analytic": Rule(
                 "agreement with the analytic gradient, for",
                 kind="below",
                 rtol=1e-7,
                 hint="weight each output by df, and sum.",
                 requires="grad",
+                measure=against_reference,
+                uses="grad",
             ),
         },
     )

@@ -9,8 +9,9 @@ never by the exact random numbers.
 
 import numpy as np
 
-from course.checks.multilayer import record_network_loss
-from course.grader.model import Broken, Check, Rule, register
+from course.checks.common import centred_error, seeded
+from course.checks.multilayer import drawn_with, record_network_loss
+from course.grader.model import Check, Rule, register
 
 NOTEBOOK = "04_optimisers/optimisers"
 
@@ -26,7 +27,9 @@ def _moments(W: np.ndarray) -> tuple[float, float, float]:
 
 
 def probe_weight_init(student, rng, out):
-    fan_in, fan_out = 500, 240  # fan_in != fan_out: a scheme that uses fan_out shows
+    # From the (secret) seed, fan_in well above fan_out: a scheme that uses fan_out shows,
+    # and the shape, which every moment requires, cannot be known before the check runs.
+    fan_in, fan_out = int(rng.integers(450, 551)), int(rng.integers(200, 301))
     for scheme, std in (
         ("xavier", np.sqrt(1 / fan_in)),
         ("he", np.sqrt(2 / fan_in)),
@@ -37,16 +40,10 @@ def probe_weight_init(student, rng, out):
         def compute(scheme=scheme, std=std, seed=seed):
             W = student.weight_init(fan_in, fan_out, scheme, np.random.default_rng(seed))
             shape = np.array(np.shape(W), dtype=float)
-            mean, sample_std, kurtosis = _moments(W)
-            # 120,000 draws: the mean's and the std's errors are about 0.3% of std, the
-            # kurtosis's about 0.014, so these bounds hold for any correct generator.
-            centred = abs(mean) < 0.02 * std or Broken("the mean is not 0")
-            scaled = abs(sample_std / std - 1) < 0.02 or Broken(
-                "the standard deviation is not the scheme's (fan_in, not fan_out; a std, "
-                "not a variance)"
-            )
-            normal = abs(kurtosis) < 0.1 or Broken("the draws are not normal (uniform?)")
-            return shape, centred, scaled, normal
+            # Observations: the sample's moments, and the scheme's std (the grader reads
+            # the reference run's, never the student's).
+            moments = np.array([*_moments(W), std])
+            return shape, moments, moments, moments
 
         label = f"scheme {scheme!r}" if isinstance(scheme, str) else "a number as the scheme"
         keys = ["shape", "mean", "std", "normal"]
@@ -54,13 +51,40 @@ def probe_weight_init(student, rng, out):
 
     def reproducible():
         seed = int(rng.integers(1 << 31))
-        first = student.weight_init(7, 5, "he", np.random.default_rng(seed))
+        rows, cols = int(rng.integers(5, 9)), int(rng.integers(2, 5))  # known to no one
+        first = student.weight_init(rows, cols, "he", np.random.default_rng(seed))
         np.random.seed(seed % 1000)  # a function drawing from the global generator differs
-        second = student.weight_init(7, 5, "he", np.random.default_rng(seed))
-        other = student.weight_init(7, 5, "he", np.random.default_rng(seed + 1))
-        return bool(np.array_equal(first, second) and not np.array_equal(first, other))
+        second = student.weight_init(rows, cols, "he", np.random.default_rng(seed))
+        other = student.weight_init(rows, cols, "he", np.random.default_rng(seed + 1))
+        return np.stack([np.asarray(a, dtype=np.float64) for a in (first, second, other)])
 
     out.record("rng:the generator passed in decides the draws", reproducible)
+
+
+# 120,000 draws: the mean's and the std's errors are about 0.3% of std, the kurtosis's
+# about 0.014, so these bounds hold for any correct generator. Each measure reads the
+# student's (mean, std, excess kurtosis) and the reference run's std of the scheme.
+
+
+def seeded_like_reference(got, want):
+    """seeded, on draws of the shape (drawn from the seed) the reference run made."""
+    if np.shape(got) != np.shape(want):
+        return "the draws do not have the shape (fan_in, fan_out)"
+    return seeded(got, want)
+
+
+def _centred(got, want):
+    return abs(got[0]) < 0.02 * want[3] or "the mean is not 0"
+
+
+def _scaled(got, want):
+    return abs(got[1] / want[3] - 1) < 0.02 or (
+        "the standard deviation is not the scheme's (fan_in, not fan_out; a std, not a variance)"
+    )
+
+
+def _normal(got, want):
+    return abs(got[2]) < 0.1 or "the draws are not normal (uniform?)"
 
 
 register(
@@ -73,26 +97,36 @@ register(
             # Shape, mean and normality are credited only with the right spread: they are
             # easy, and the scheme's standard deviation is the point of the function.
             "shape": Rule("shape for", rtol=0, hint="(fan_in, fan_out).", requires="std"),
+            # (and the spread only with the right shape: the two require each other)
             "mean": Rule(
                 "mean of the draws for",
                 kind="true",
                 hint="rng.normal(0.0, std, ...).",
                 requires="std",
+                measure=_centred,
             ),
             "std": Rule(
                 "standard deviation for",
                 kind="true",
                 weight=3,
                 hint="xavier: sqrt(1 / fan_in); he: sqrt(2 / fan_in); a number: that std.",
+                measure=_scaled,
+                requires="shape",
             ),
             "normal": Rule(
-                "normal shape for", kind="true", hint="draw with rng.normal.", requires="std"
+                "normal shape for",
+                kind="true",
+                hint="draw with rng.normal.",
+                requires="std",
+                measure=_normal,
             ),
+            # Credited only with the right spread: two arrays that differ are easy to make.
             "rng": Rule(
                 "",
                 kind="true",
                 weight=2,
                 hint="draw from the rng argument, not np.random's global generator.",
+                measure=seeded_like_reference,
             ),
         },
     )
@@ -119,11 +153,18 @@ def _fcn_with(student, dims, params, reg):
     return net
 
 
+def _float_size(param) -> int:
+    dtype = np.asarray(param).dtype
+    return dtype.itemsize if np.issubdtype(dtype, np.floating) else 0
+
+
 def probe_fully_connected_net(student, rng, out):
     Net = student.FullyConnectedNet
 
     def construction():
-        dims = [15, 20, 30, 7]
+        # Sizes from the (secret) seed: the shapes, which every other construction
+        # sub-check requires, cannot be known before the check runs.
+        dims = [int(rng.integers(low, low + 8)) for low in (12, 20, 30, 5)]
         net = Net(dims[1:-1], dims[0], dims[-1], weight_scale=0.23, dtype=np.float64, seed=3)
         names = [f"{p}{i}" for i in range(1, len(dims)) for p in ("W", "b")]
         if sorted(net.params) != sorted(names):
@@ -131,23 +172,15 @@ def probe_fully_connected_net(student, rng, out):
         shapes = np.concatenate([np.shape(net.params[n]) for n in names]).astype(float)
         weights = np.concatenate([net.params[n].ravel() for n in names if n[0] == "W"])
         biases = np.concatenate([net.params[n].ravel() for n in names if n[0] == "b"])
-        scaled = abs(weights.std() / 0.23 - 1) < 0.12 and abs(weights.mean()) < 0.05
-        scaled = scaled or Broken("weights are not drawn from N(0, weight_scale**2)")
-        zero = bool(np.all(biases == 0)) or Broken("biases do not start at zero")
-        f64 = all(p.dtype == np.float64 for p in net.params.values())
-        f32 = all(p.dtype == np.float32 for p in Net([4], 3, 2, seed=1).params.values())
-        typed = (f64 and f32) or Broken(
-            "parameters are not of the `dtype` asked for (float32 by default)"
-        )
-        same = Net([6], 5, 3, seed=11).params["W1"]
-        again = Net([6], 5, 3, seed=11).params["W1"]
-        other = Net([6], 5, 3, seed=12).params["W1"]
-        seeded = (np.array_equal(same, again) and not np.array_equal(same, other)) or Broken(
-            "the same seed does not give the same weights (draw with np.random.default_rng(seed))"
-        )
-        return shapes, scaled, zero, typed, seeded
+        # The size of each parameter's float type, in bytes (0: not a float): float64 when
+        # asked for, float32 by default.
+        default = Net([4], 3, 2, seed=1).params
+        params = [net.params[n] for n in names] + [default[n] for n in sorted(default)]
+        sizes = np.array([_float_size(p) for p in params], dtype=float)
+        draws = np.stack([np.asarray(Net([6], 5, 3, seed=s).params["W1"]) for s in (11, 11, 12)])
+        return shapes, np.array([weights.mean(), weights.std()]), biases, sizes, draws
 
-    keys = ["shapes:of W1, b1, ..., W3, b3", "init:weights", "init:biases", "dtype:", "seed:"]
+    keys = ["shapes:", "init:", "bias:", "dtype:", "seed:"]
     out.record(keys, construction)
 
     N = 8
@@ -178,11 +211,38 @@ register(
         points=4,
         probe=probe_fully_connected_net,
         rules={
-            "shapes": Rule("parameter shapes", rtol=0, hint="W_l (d_{l-1}, d_l), b_l (d_l,)."),
+            "shapes": Rule(
+                "parameter shapes of W1, b1, ..., W3, b3",
+                rtol=0,
+                hint="W_l (d_{l-1}, d_l), b_l (d_l,).",
+            ),
             # Weighted up: a construction key stands alone, a gradient has many siblings.
-            "init": Rule("initial", kind="true", weight=3, hint=""),
-            "dtype": Rule("parameter dtype", kind="true", weight=3, hint=""),
-            "seed": Rule("seed", kind="true", weight=3, hint=""),
+            # Each is credited only with the right shapes, which depend on the seed.
+            "init": Rule(
+                "initial weights",
+                kind="true",
+                weight=3,
+                measure=drawn_with(0.23, 0.12, mean_bound=0.05),
+                requires="shapes",
+            ),
+            "bias": Rule(
+                "initial biases", rtol=0, weight=3, hint="start at zero.", requires="shapes"
+            ),
+            "dtype": Rule(
+                "parameter dtype",
+                rtol=0,
+                weight=3,
+                hint="parameters are of the `dtype` asked for (float32 by default).",
+                requires="shapes",
+            ),
+            "seed": Rule(
+                "seed",
+                kind="true",
+                weight=3,
+                hint="draw with np.random.default_rng(seed).",
+                measure=seeded,
+                requires="shapes",
+            ),
             "scores": Rule(
                 "scores for",
                 rtol=1e-10,
@@ -204,6 +264,7 @@ register(
                 rtol=1e-5,  # a wrong gradient is off by 1e-3 or more; kinks and rounding 1e-7
                 hint="a gradient does not match the loss it comes from.",
                 requires="loss",
+                measure=centred_error(),
             ),
         },
     )
@@ -214,17 +275,6 @@ register(
 
 STEPS = 4
 CURVE_STEPS = 40
-
-
-def softmax_regression(W: np.ndarray, X: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
-    """The fixed problem for the loss curves: mean cross-entropy of X @ W, and its gradient."""
-    scores = X @ W
-    shifted = scores - scores.max(axis=1, keepdims=True)
-    log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-    rows = np.arange(len(y))
-    dscores = np.exp(log_probs)
-    dscores[rows, y] -= 1
-    return float(-log_probs[rows, y].mean()), X.T @ dscores / len(y)
 
 
 def rule_probe(function: str, given: dict, state: dict, curve_config: dict):
@@ -274,21 +324,21 @@ def rule_probe(function: str, given: dict, state: dict, curve_config: dict):
 
         out.record("defaults:of " + ", ".join(sorted(given)), defaults)
 
-        C = 3
-        centres = 2.0 * rng.standard_normal((C, 5))
-        y = rng.integers(0, C, 60)
-        X = centres[y] + rng.standard_normal((60, 5))
-        W_start = 0.1 * rng.standard_normal((5, C))
+        # The fixed problem for the loss curve: least squares, written out here (no graded
+        # function of any assignment is a loss a kernel could import from the package).
+        X = rng.standard_normal((60, 5))
+        Y = X @ rng.standard_normal((5, 3)) + 0.5 * rng.standard_normal((60, 3))
+        W_start = 0.1 * rng.standard_normal((5, 3))
 
         def curve():
             W, config, losses = W_start.copy(), dict(curve_config), []
             for _ in range(CURVE_STEPS):
-                loss, dW = softmax_regression(W, X, y)
-                W, config = rule(W, dW, config)
-                losses.append(loss)
+                residual = X @ W - Y
+                losses.append(0.5 * float(np.mean(np.sum(residual**2, axis=1))))
+                W, config = rule(W, X.T @ residual / len(X), config)
             return np.array(losses)
 
-        out.record("curve:loss of softmax regression trained with your rule", curve)
+        out.record("curve:loss of least squares trained with your rule", curve)
 
     return probe
 

@@ -58,12 +58,20 @@ def judge_one(key: str, got, want, rule: Rule) -> Result:
     if got is None:
         return Result(key, False, rule.weight, f"{label}: not computed")
     hint = f" Likely mistake: {rule.hint}" if rule.hint else ""
-    if rule.kind == "true":
-        ok = bool(got) is True
-        return Result(key, ok, rule.weight, "" if ok else f"{label}: does not hold.{hint}")
-    if rule.kind == "below":
-        value = float(got) if not isinstance(got, bool) else float("nan")
-        ok = value <= rule.rtol
+    if rule.kind in ("true", "below"):
+        # Decided here, from the observations, by the rule's grader-side measure.
+        try:
+            value = rule.measure(got, want)
+        except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError):
+            value = "the observation could not be read" if rule.kind == "true" else math.inf
+        if rule.kind == "true":
+            ok = isinstance(value, bool | np.bool_) and bool(value)
+            why = value if isinstance(value, str) else "does not hold"
+            return Result(key, ok, rule.weight, "" if ok else f"{label}: {why}.{hint}")
+        if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.floating):
+            value = math.inf
+        value = float(value)
+        ok = value <= rule.rtol  # NaN fails
         msg = f"{label}: {value:.1e}, above {rule.rtol:.0e}.{hint}"
         return Result(key, ok, rule.weight, "" if ok else msg)
     got_a = np.asarray(got, dtype=np.float64)
@@ -88,18 +96,23 @@ def judge_one(key: str, got, want, rule: Rule) -> Result:
 def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
     """One Result per reference key; a key the student's probe never reached fails."""
     stopped = outputs.get("_stopped")  # why the probe ended early, e.g. a missing name
-    results = {
-        key: judge_one(key, outputs.get(key, stopped), want, rule_for(check, key))
-        for key, want in reference.items()
-    }
-    for key, result in results.items():
+    results = {}
+    for key, want in reference.items():
         rule = rule_for(check, key)
-        detail = key.partition(":")[2]
-        needed = results.get(f"{rule.requires}:{detail}") if rule.requires else None
-        if rule.requires and result.passed and not (needed and needed.passed):
-            label = f"{rule.what} {detail}".strip()
-            why = f"{label}: not credited while the {rule.requires} check of it fails"
-            results[key] = Result(key, False, rule.weight, why)
+        read = f"{rule.uses}:{key.partition(':')[2]}" if rule.uses else key
+        results[key] = judge_one(key, outputs.get(read, stopped), want, rule)
+    changed = True
+    while changed:  # requirements chain (a selfcheck requires the loss, which requires ...)
+        changed = False
+        for key, result in results.items():
+            rule = rule_for(check, key)
+            detail = key.partition(":")[2]
+            needed = results.get(f"{rule.requires}:{detail}") if rule.requires else None
+            if rule.requires and result.passed and not (needed and needed.passed):
+                label = f"{rule.what} {detail}".strip()
+                why = f"{label}: not credited while the {rule.requires} check of it fails"
+                results[key] = Result(key, False, rule.weight, why)
+                changed = True
     return list(results.values())
 
 
