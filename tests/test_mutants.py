@@ -14,6 +14,7 @@ import pytest
 
 from course.authoring.build import notebook_from_text
 from course.authoring.classroom import judge_in_process, mutate, nbgrader_meta, solution_sources
+from course.grader.inputs import secret_inputs
 from course.paths import course_root
 from tests import variants_backprop, variants_linear, variants_multilayer, variants_optimisers
 from tests.harness import Batch
@@ -45,9 +46,9 @@ def answers_of(module, variant) -> dict[str, str]:
     return {variant.cell: code}
 
 
-def in_process(module, variant) -> dict[str, float]:
+def in_process(module, variant, inputs=None) -> dict[str, float]:
     nb = source_notebook(module.ASSIGNMENT, module.NOTEBOOK)
-    return judge_in_process(nb, answers_of(module, variant))
+    return judge_in_process(nb, answers_of(module, variant), inputs)
 
 
 def params():
@@ -95,8 +96,10 @@ def test_in_process_judging_agrees_with_nbgrader(module, tmp_path):
     batch.submit("blank", batch.release)
     batch.grade()
     graded = batch.scores()
+    # The same secret inputs as that run (the scratch course's secret, made on first use).
+    inputs = secret_inputs(batch.course.root, module.ASSIGNMENT)
     for index, variant in enumerate(chosen):
-        assert graded[f"variant{index}"] == in_process(module, variant), variant.name
+        assert graded[f"variant{index}"] == in_process(module, variant, inputs), variant.name
     assert set(graded["blank"].values()) == {0.0}, "the blank release earns points"
 
 

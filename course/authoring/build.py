@@ -160,19 +160,28 @@ def solution_namespace(
     return namespace
 
 
-def compute_references(root: Path) -> dict[str, dict]:
-    """{notebook key: {check name: encoded outputs}} from the source solutions."""
+def compute_references(
+    root: Path, seeds: dict[str, int] | None = None, assignment: str | None = None
+) -> dict[str, dict]:
+    """{notebook key: {check name: encoded outputs}} from the source solutions, run in
+    this process (trusted code, never a student's kernel).
+
+    seeds: {check name: seed} of a grading run's inputs (course.grader.inputs); None for
+    the public seeds of the committed references/. assignment: only its notebooks.
+    """
     model._load_checks()
     result = {}
     for text_path in text_sources(root):
         key = notebook_key(text_path)
+        if assignment is not None and text_path.parent.name != assignment:
+            continue
         checks = [c for c in model.CHECKS.values() if c.notebook == key]
         if not checks:
             continue
         namespace = solution_namespace(notebook_from_text(text_path.read_text()), key)
         refs = {}
         for chk in sorted(checks, key=lambda c: c.name):
-            outputs = probe.probe(chk, namespace)
+            outputs = probe.probe(chk, namespace, None if seeds is None else seeds[chk.name])
             failed = {k: v.why for k, v in outputs.items() if isinstance(v, model.Broken)}
             if failed:
                 raise RuntimeError(f"the solution fails check {chk.name!r}: {failed}")

@@ -154,14 +154,24 @@ def report(check: Check, results: list[Result], points: float, limit: int = 8) -
 SHARED_CAUSES = ("raised ", "the notebook defines no", "not credited while")
 
 
-def verdict(name: str, payload: dict | None, why_missing: str = "") -> tuple[float, str]:
-    """Grader side: (points, report) for the probe payload a grade cell emitted (or None)."""
-    points, text, _ = verdict_with_pictures(name, payload, why_missing, pictures=False)
+def verdict(
+    name: str, payload: dict | None, why_missing: str = "", reference: dict | None = None
+) -> tuple[float, str]:
+    """Grader side: (points, report) for the probe payload a grade cell emitted (or None).
+
+    reference: the run's reference outputs of this check (course.grader.inputs); None for
+    the committed references/ (public seeds: `course check`, tests).
+    """
+    points, text, _ = verdict_with_pictures(name, payload, why_missing, False, reference)
     return points, text
 
 
 def verdict_with_pictures(
-    name: str, payload: dict | None, why_missing: str = "", pictures: bool = True
+    name: str,
+    payload: dict | None,
+    why_missing: str = "",
+    pictures: bool = True,
+    reference: dict | None = None,
 ) -> tuple[float, str, list[bytes]]:
     """(points, report, PNGs for the feedback): see course.grader.figures."""
     chk = get_check(name)
@@ -169,7 +179,7 @@ def verdict_with_pictures(
         reason = why_missing or "the hidden check did not run"
         return 0.0, f"{name}: 0 of {chk.points:g} points ({reason})", []
     outputs = {key: decode(value) for key, value in payload.get("outputs", {}).items()}
-    reference = load_reference(chk)
+    reference = load_reference(chk) if reference is None else reference
     results = judge(chk, outputs, reference)
     points = score(chk, results)
     pngs = []
