@@ -263,3 +263,28 @@ def test_no_function_of_the_package_passes_a_graded_check(module):
                 if points > 0:
                     earned.append(f"{label} as {graded}: {points} in {name}")
     assert not earned, earned
+
+
+# ---------------------------------------------------------------- inputs nobody knows
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.ASSIGNMENT)
+def test_the_committed_references_replayed_on_other_inputs_earn_nothing(module):
+    """Issue 14, row 5: a cell that displays the committed references/ as each check's
+    payload. On a grading run's inputs (other seeds), no sub-check of it is credited:
+    every value that does not depend on the inputs (a constant gradient, an API default,
+    a training accuracy of 1.0) is credited only with one that does."""
+    from course.authoring.build import compute_references
+
+    names = checks_of(module)
+    seeds = {name: 7919 * (i + 1) for i, name in enumerate(sorted(model.CHECKS))}
+    fresh = compute_references(course_root(), seeds, module.ASSIGNMENT)
+    for refs in fresh.values():
+        committed = json.loads(
+            (course_root() / "references" / f"{model.CHECKS[names[0]].notebook}.json").read_text()
+        )
+        for name, ref in refs.items():
+            payload = {"check": name, "outputs": committed[name]}
+            reference = {k: model.decode(v) for k, v in ref.items()}
+            assert verdict(name, payload, "", reference)[0] == 0.0, name

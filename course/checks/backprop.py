@@ -112,6 +112,7 @@ register(
                 rtol=1e-9,
                 hint="the local derivative of this operator in its _backward, or the "
                 "chain rule's multiplication by out.grad.",
+                requires="data",  # a constant gradient (a + b) is guessable
             ),
         },
     )
@@ -157,6 +158,7 @@ register(
                 rtol=1e-9,
                 hint="the local derivative, e.g. tanh' = 1 - tanh**2, "
                 "sigmoid' = s * (1 - s), relu' = 1 where x > 0 else 0.",
+                requires="data",  # a constant gradient (a + b) is guessable
             ),
         },
     )
@@ -225,6 +227,7 @@ register(
                 rtol=1e-7,
                 hint="backward() must seed the output with 1.0, visit nodes in reverse "
                 "topological order, and each _backward must add (+=) into .grad.",
+                requires="data",  # a constant gradient (a + b) is guessable
             ),
             "selfcheck": Rule(
                 "backward() against centred differences of your own forward, for",
@@ -308,6 +311,7 @@ register(
                 hint="a node used more than once must accumulate (+=) the gradient of "
                 "every use, and backward() must visit a node only after every node "
                 "that uses it (reverse topological order, each node once).",
+                requires="data",  # a constant gradient (a + b) is guessable
             ),
             "selfcheck": Rule(
                 "backward() against centred differences of your own forward, for",

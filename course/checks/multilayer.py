@@ -394,13 +394,10 @@ def probe_sgd(student, rng, out):
             learning_rates.append(config["learning_rate"])
         return np.asarray(current, dtype=np.float64), np.array(learning_rates, dtype=float)
 
-    out.record(
-        ["w:after 3 steps with the default config", "config:default learning_rate"],
-        lambda: steps(None),
-    )
+    out.record(["w:the default config", "config:the default config"], lambda: steps(None))
     lr = float(rng.uniform(0.2, 0.6))
     out.record(
-        ["w:after 3 steps with a given learning_rate", "config:given learning_rate"],
+        ["w:a given learning_rate", "config:a given learning_rate"],
         lambda: steps({"learning_rate": lr}),
     )
 
@@ -413,12 +410,14 @@ register(
         probe=probe_sgd,
         rules={
             "w": Rule(
-                "weights",
+                "weights after 3 steps, with",
                 rtol=1e-12,
                 hint="next_w = w - config['learning_rate'] * dw, the rate 1e-2 by default.",
             ),
+            # The rate is a number anyone can guess: credited only with the weights.
             "config": Rule(
-                "config['learning_rate'] kept, for the",
+                "config['learning_rate'] kept, with",
+                requires="w",
                 rtol=1e-12,
                 hint="config.setdefault('learning_rate', 1e-2), and return the config.",
                 weight=0.5,

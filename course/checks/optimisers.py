@@ -58,7 +58,7 @@ def probe_weight_init(student, rng, out):
         other = student.weight_init(rows, cols, "he", np.random.default_rng(seed + 1))
         return np.stack([np.asarray(a, dtype=np.float64) for a in (first, second, other)])
 
-    out.record("rng:the generator passed in decides the draws", reproducible)
+    out.record("rng:scheme 'he'", reproducible)  # credited with he's spread (requires)
 
 
 # 120,000 draws: the mean's and the std's errors are about 0.3% of std, the kurtosis's
@@ -122,11 +122,12 @@ register(
             ),
             # Credited only with the right spread: two arrays that differ are easy to make.
             "rng": Rule(
-                "",
+                "the generator passed in decides the draws, for",
                 kind="true",
                 weight=2,
                 hint="draw from the rng argument, not np.random's global generator.",
                 measure=seeded_like_reference,
+                requires="std",
             ),
         },
     )
@@ -309,20 +310,18 @@ def rule_probe(function: str, given: dict, state: dict, curve_config: dict):
                 for dw in dws:
                     w, config = rule(w, dw.copy(), config)
                     path.append(np.array(w, dtype=np.float64))
-                return [np.array(path)] + [
-                    np.asarray(config[k], dtype=np.float64) for k in state_keys
-                ]
+                # The state, one array: t alone is a number anyone can guess, so the state
+                # is credited only with the weights of the same run.
+                kept = [np.asarray(config[k], dtype=np.float64).ravel() for k in state_keys]
+                return np.array(path), np.concatenate(kept)
 
-            keys = [f"w:{STEPS} steps from {label}"] + [
-                f"state:{k} after {STEPS} steps from {label}" for k in state_keys
-            ]
-            out.record(keys, run)
+            out.record([f"w:from {label}", f"state:from {label}"], run)
 
         def defaults():
             _, config = rule(w0.copy(), dws[0].copy(), None)
             return np.array([float(config[k]) for k in sorted(given)])
 
-        out.record("defaults:of " + ", ".join(sorted(given)), defaults)
+        out.record("defaults:", defaults)
 
         # The fixed problem for the loss curve: least squares, written out here (no graded
         # function of any assignment is a loss a kernel could import from the package).
@@ -338,24 +337,38 @@ def rule_probe(function: str, given: dict, state: dict, curve_config: dict):
                 W, config = rule(W, X.T @ residual / len(X), config)
             return np.array(losses)
 
-        out.record("curve:loss of least squares trained with your rule", curve)
+        out.record("curve:", curve)
 
     return probe
 
 
-def rule_rules(hint: str) -> dict[str, Rule]:
+def rule_rules(hint: str, given: dict, state: dict) -> dict[str, Rule]:
     # 1e-6: tolerates where epsilon sits (inside or outside the square root; the API
     # leaves it open for rmsprop), and catches every real mistake (off by 1e-3 or more).
     return {
-        "w": Rule("weights after", rtol=1e-6, weight=2, hint=hint),
-        "state": Rule("config", rtol=1e-6, hint="the state must be stored back into config."),
+        "w": Rule(f"weights after {STEPS} steps,", rtol=1e-6, weight=2, hint=hint),
+        "state": Rule(
+            f"config's {', '.join(sorted(state))} after {STEPS} steps,",
+            rtol=1e-6,
+            weight=len(state),
+            hint="the state must be stored back into config.",
+            requires="w",
+        ),
+        # The API's numbers, known to all: credited only with the curve, which uses them.
         "defaults": Rule(
-            "default values", rtol=1e-12, hint="use config.setdefault with the API's defaults."
+            f"default values of {', '.join(sorted(given))}",
+            rtol=1e-12,
+            hint="use config.setdefault with the API's defaults.",
+            requires="curve",
         ),
         # The curve's gradients shrink as it converges, where epsilon's place shows more:
         # a band of 1e-4 still separates every mistake (1e-2 and more) from correct code.
         "curve": Rule(
-            "", rtol=1e-4, weight=2, hint="the update, the state, or a default.", picture="curve"
+            "loss of least squares trained with your rule",
+            rtol=1e-4,
+            weight=2,
+            hint="the update, the state, or a default.",
+            picture="curve",
         ),
     }
 
@@ -415,6 +428,6 @@ for function, (points, given, state, curve_config, hint) in RULES.items():
             notebook=NOTEBOOK,
             points=points,
             probe=rule_probe(function, given, state, curve_config),
-            rules=rule_rules(hint),
+            rules=rule_rules(hint, given, state),
         )
     )
