@@ -20,7 +20,7 @@ from nbgrader.preprocessors import (
 )
 
 from course.checks import slow_grade_cells
-from course.grader.nbgrader_ext import GuardedExecute, JudgeHiddenChecks
+from course.grader.nbgrader_ext import GuardedExecute, JudgeHiddenChecks, SeedHiddenChecks
 from course.paths import gradebook_url
 
 ROOT = Path(__file__).resolve().parent
@@ -61,8 +61,10 @@ c.Execute.timeout_func = _cell_timeout
 c.Execute.iopub_timeout = 10
 
 # Hidden checks only record results in the student's kernel; the verdict is decided here,
-# in the grader's process, right after execution (course/grader/nbgrader_ext.py).
+# in the grader's process, right after execution (course/grader/nbgrader_ext.py), on inputs
+# drawn from this course's secret (.nbgrader/secret, course/grader/inputs.py).
 c.Autograde.autograde_preprocessors = [
+    SeedHiddenChecks,
     GuardedExecute,
     JudgeHiddenChecks,
     IgnorePattern,

@@ -110,6 +110,9 @@ def check(notebook: Path, sandboxed: bool = True) -> int:
     with tempfile.TemporaryDirectory(prefix="course-check-") as scratch, stages:
         stages.set_postfix_str("copying the course")
         course = ScratchCourse(Path(scratch))
+        # A learner's own work: the public inputs of the committed references/.
+        with (course.root / "nbgrader_config.py").open("a") as config:
+            config.write("\nc.SeedHiddenChecks.public = True  # course check\n")
         course.submit(STUDENT, assignment, {f"{name}.ipynb": notebook.read_bytes()})
         stages.update(1)
         stages.set_postfix_str("grading (nbgrader autograde, sandboxed)")

@@ -5,6 +5,7 @@ point it earns is a forged point. Honest students are graded in the same batch: 
 grades must come out exactly right, and the gradebook intact.
 """
 
+import copy
 import json
 import socket
 import sqlite3
@@ -293,3 +294,127 @@ def test_same_submission_twice_same_scores(attacked):
     second = batch.scores()
     for student in ("honest_solution", "honest_bug"):
         assert second[student] == first[student]
+
+
+# ================================================================ issue 14: rows 5, 9, 10
+# Inputs nobody knows in advance, observations not conclusions, no importable answers.
+# A batch of its own, graded by `course grade` beside honest students.
+
+INPUT_ATTACKS = {
+    # Row 5: the committed references, replayed as each check's payload.
+    "replayed_references": """
+import json
+from IPython.display import display
+import course.grading as g
+from course.grader.probe import PROBE_MIME
+REFS = json.loads(REFS_JSON)
+def replay(name, namespace):
+    display({PROBE_MIME: {"check": name, "outputs": REFS[name]}, "text/plain": name}, raw=True)
+    return 0.0
+g.check = replay
+""",
+    # Row 9: conclusions sent in place of observations, and probe helpers patched.
+    "conclusions_sent": (
+        PATCHED_PROBE := """
+import course.grader.probe as p
+import course.checks.backprop as b
+import course.checks.common as c
+VERDICTS = ("restored", "selfcheck", "analytic", "seed", "leaf", "accuracy")
+_record = p.Outputs.record
+def forged_record(self, keys, compute):
+    _record(self, keys, compute)
+    for k in [keys] if isinstance(keys, str) else keys:
+        if k.partition(":")[0] in VERDICTS:
+            self[k] = True
+p.Outputs.record = forged_record
+for mod in (b, c):
+    for name in ("_unless_moved", "against_reference", "centred_error", "seeded",
+                 "gradient_observation"):
+        if hasattr(mod, name):
+            setattr(mod, name, lambda *a, **k: a[0] if a else True)
+"""
+    ),
+    # Row 10: graded answers imported from the package.
+    "imported_answers": """
+import importlib
+TRIES = [
+    ("course.gradcheck", "numerical_gradient", "eval_numerical_gradient_array"),
+    ("course.gradcheck", "numerical_gradient", "eval_numerical_gradient"),
+    ("course.checks.optimisers", "softmax_regression", None),
+    ("course.deepnet", "ACTIVATIONS", None),
+]
+for module, attr, as_name in TRIES:
+    try:
+        value = getattr(importlib.import_module(module), attr)
+    except Exception as exc:
+        print("not importable:", module, attr, type(exc).__name__)
+        continue
+    if as_name:
+        globals()[as_name] = value
+""",
+}
+
+RESTORE_BUG = (
+    "        x[ix] = old + h\n        f_plus = f(x)\n        x[ix] = old - h\n"
+    "        f_minus = f(x)\n        x[ix] = old\n",
+    "        x[ix] += h\n        f_plus = f(x)\n        x[ix] -= 2 * h\n"
+    "        f_minus = f(x)\n        x[ix] += h\n",
+)
+
+
+@pytest.fixture(scope="module")
+def forged_inputs(tmp_path_factory):
+    batch = Batch(tmp_path_factory.mktemp("inputs"), ASSIGNMENT, NOTEBOOK)
+    committed = (batch.course.root / "references" / ASSIGNMENT / f"{NOTEBOOK}.json").read_text()
+    for name, code in INPUT_ATTACKS.items():
+        code = code.replace("REFS_JSON", repr(committed))
+        batch.submit(f"attack_{name}", attack_notebook(batch, code))
+    batch.submit("honest_solution", batch.answered(trim=True))
+    mutant = batch.mutant("eval_numerical_gradient_solution", [RESTORE_BUG])
+    batch.submit("honest_restore_bug", mutant)
+    patched = copy.deepcopy(mutant)
+    patched.cells.insert(1, nbformat.v4.new_code_cell(PATCHED_PROBE))
+    batch.submit("attack_patched_mutant", patched)
+    proc = batch.course_grade(cell_timeout=CELL_TIMEOUT)
+    return batch, proc
+
+
+def test_row5_replayed_committed_references_earn_nothing(forged_inputs):
+    batch, proc = forged_inputs
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    scores = batch.scores()
+    assert sum(scores["attack_replayed_references"].values()) == 0
+    assert scores["honest_solution"] == batch.max_scores()
+
+
+def test_row9_conclusions_and_patched_helpers_earn_nothing(forged_inputs):
+    batch, _ = forged_inputs
+    scores = batch.scores()
+    assert sum(scores["attack_conclusions_sent"].values()) == 0
+    honest, attacked = scores["honest_restore_bug"], scores["attack_patched_mutant"]
+    assert honest["eval_numerical_gradient"] < 3  # the bug is caught ...
+    for cell, points in attacked.items():  # ... and patching the probe earns nothing back
+        assert points <= honest[cell], f"{cell}: {points} > {honest[cell]}"
+
+
+def test_row10_answers_are_not_importable(forged_inputs):
+    batch, _ = forged_inputs
+    assert sum(batch.scores()["attack_imported_answers"].values()) == 0
+    nb = read_nb(graded_notebook(batch, "attack_imported_answers"))
+    printed = "".join(o.get("text", "") for o in nb.cells[1].outputs)
+    assert printed.count("not importable:") == 4
+
+
+def test_the_secret_stays_in_the_course_and_out_of_every_output(forged_inputs):
+    batch, _ = forged_inputs
+    root = batch.course.root
+    secret = root / ".nbgrader" / "secret"
+    assert secret.stat().st_mode & 0o777 == 0o600
+    key = secret.read_text().strip()
+    from course.grader.inputs import seed_of
+
+    seeds = [str(seed_of(key.encode(), name)) for name in batch.max_scores()]
+    for path in (root / "autograded").rglob("*.ipynb"):
+        text = path.read_text()
+        assert key not in text
+        assert not [s for s in seeds if s in text], f"{path}: a seed line was kept"

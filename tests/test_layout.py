@@ -24,11 +24,12 @@ LAYERS = [
      "course.mlp", "course.deepnet", "course.notebook", "course.paths"},
     # 1: the grader core and the hidden checks.
     {"course.grading", "course.grader", "course.grader.model", "course.grader.probe",
-     "course.grader.cells",
+     "course.grader.cells", "course.grader.sources",
      "course.grader.judge", "course.grader.references", "course.grader.figures",
      "course.checks", "course.checks.*"},
     # 2: nbgrader integration.
-    {"course.grader.nbgrader_ext", "course.grader.sandbox", "course.grader.kernel_client"},
+    {"course.grader.nbgrader_ext", "course.grader.sandbox", "course.grader.kernel_client",
+     "course.grader.inputs"},
     # 3: the class pipeline and authoring.
     {"course.grader.autograde", "course.grader.parallel", "course.grader.recording",
      "course.authoring", "course.authoring.*"},

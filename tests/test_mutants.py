@@ -17,6 +17,7 @@ from course.authoring.build import notebook_from_text
 from course.authoring.classroom import judge_in_process, mutate, solution_sources
 from course.checks import assignment_modules
 from course.grader.cells import grade_id_of_test_cell, nbgrader_meta, solution_cell_id
+from course.grader.inputs import secret_inputs
 from course.paths import course_root
 from tests.harness import Batch
 
@@ -53,9 +54,9 @@ def answers_of(module, variant) -> dict[str, str]:
     return {variant.cell: code}
 
 
-def in_process(module, variant) -> dict[str, float]:
+def in_process(module, variant, inputs=None) -> dict[str, float]:
     nb = source_notebook(module.ASSIGNMENT, module.NOTEBOOK)
-    return judge_in_process(nb, answers_of(module, variant))
+    return judge_in_process(nb, answers_of(module, variant), inputs)
 
 
 def params():
@@ -103,8 +104,10 @@ def test_in_process_judging_agrees_with_nbgrader(module, tmp_path):
     batch.submit("blank", batch.release)
     batch.grade()
     graded = batch.scores()
+    # The same secret inputs as that run (the scratch course's secret, made on first use).
+    inputs = secret_inputs(batch.course.root, module.ASSIGNMENT)
     for index, variant in enumerate(chosen):
-        assert graded[f"variant{index}"] == in_process(module, variant), variant.name
+        assert graded[f"variant{index}"] == in_process(module, variant, inputs), variant.name
     assert set(graded["blank"].values()) == {0.0}, "the blank release earns points"
 
 

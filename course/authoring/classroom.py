@@ -142,18 +142,22 @@ class ScratchCourse:
         return result
 
 
-def judge_in_process(source_nb: nbformat.NotebookNode, answers: dict[str, str]) -> dict[str, float]:
+def judge_in_process(
+    source_nb: nbformat.NotebookNode, answers: dict[str, str], inputs=None
+) -> dict[str, float]:
     """{grade id: points} of every hidden check, with solution cells replaced by `answers`.
 
     No kernel and no nbgrader: the solution cells run in this process, each check probes
     them, and its outputs take the same way to the verdict as a kernel's display does (JSON
     in, decoded, judged). A fast path for the mutation harness, which also checks that it
     agrees with real nbgrader grading.
+    inputs: a run's seeds and references (course.grader.inputs.Inputs); None: the public
+    ones of the committed references/.
     """
-    from course.authoring.build import solution_namespace
     from course.grader.judge import verdict
     from course.grader.model import encode, get_check
     from course.grader.probe import probe
+    from course.grader.sources import solution_namespace
 
     namespace = solution_namespace(source_nb, "variant", answers)
     scores = {}
@@ -161,7 +165,9 @@ def judge_in_process(source_nb: nbformat.NotebookNode, answers: dict[str, str]) 
         name = grade_id_of_test_cell(cell)
         if name is None:
             continue
-        outputs = probe(get_check(name), namespace)
+        seed = None if inputs is None else inputs.seeds[name]
+        reference = None if inputs is None else inputs.reference(name)
+        outputs = probe(get_check(name), namespace, seed)
         payload = {"check": name, "outputs": {k: encode(v) for k, v in outputs.items()}}
-        scores[name] = verdict(name, json.loads(json.dumps(payload)))[0]
+        scores[name] = verdict(name, json.loads(json.dumps(payload)), "", reference)[0]
     return scores

@@ -2,10 +2,9 @@
 
 import numpy as np
 
-from course.checks._draw import away_from_zero
+from course.checks.common import against_reference, away_from_zero, centred_error
 from course.data import two_moons
-from course.gradcheck import rel_error
-from course.grader.model import Assignment, Broken, Check, Rule, register
+from course.grader.model import Assignment, Check, Rule, register
 from course.mlp import MLP, train
 
 ASSIGNMENT = Assignment(
@@ -30,9 +29,13 @@ def _forward(V, values, build):
     return leaves, node
 
 
+SELF_CHECK_STEP = 1e-6
+
+
 def _record_expression(out, V, name, points, build, self_check=True):
     """Record, at each input point, the forward value and the gradients after backward(),
-    and (optionally) their agreement with centred differences of the student's own forward.
+    and (optionally) the student's own forward values at inputs nudged by +-h, from which the
+    grader computes centred differences.
 
     points: list of input vectors; several points share one key, so an implementation that
     is right only where the answer is 0 (ReLU at a negative input) earns nothing.
@@ -40,24 +43,23 @@ def _record_expression(out, V, name, points, build, self_check=True):
     keys = [f"data:{name}", f"grad:{name}"] + ([f"selfcheck:{name}"] if self_check else [])
 
     def compute():
-        datas, grads, numeric = [], [], []
+        datas, grads, plus, minus = [], [], [], []
         for values in points:
             leaves, node = _forward(V, values, build)
             node.backward()
             datas.append(node.data)
             grads.append([leaf.grad for leaf in leaves])
             if self_check:
-                h = 1e-6
                 for i in range(len(values)):
-                    plus, minus = list(values), list(values)
-                    plus[i] += h
-                    minus[i] -= h
-                    f_plus = _forward(V, plus, build)[1].data
-                    f_minus = _forward(V, minus, build)[1].data
-                    numeric.append((f_plus - f_minus) / (2 * h))
+                    up, down = list(values), list(values)
+                    up[i] += SELF_CHECK_STEP
+                    down[i] -= SELF_CHECK_STEP
+                    plus.append(_forward(V, up, build)[1].data)
+                    minus.append(_forward(V, down, build)[1].data)
         results = [np.array(datas), np.array(grads)]
         if self_check:
-            results.append(rel_error(np.array(grads).ravel(), np.array(numeric)))
+            # Observations only: the grader differences them (course.checks.common).
+            results.append(np.stack([np.array(grads, dtype=np.float64).ravel(), plus, minus]))
         return results
 
     out.record(keys, compute)
@@ -114,6 +116,7 @@ register(
                 rtol=1e-9,
                 hint="the local derivative of this operator in its _backward, or the "
                 "chain rule's multiplication by out.grad.",
+                requires="data",  # a constant gradient (a + b) is guessable
             ),
         },
     )
@@ -159,6 +162,7 @@ register(
                 rtol=1e-9,
                 hint="the local derivative, e.g. tanh' = 1 - tanh**2, "
                 "sigmoid' = s * (1 - s), relu' = 1 where x > 0 else 0.",
+                requires="data",  # a constant gradient (a + b) is guessable
             ),
         },
     )
@@ -227,6 +231,7 @@ register(
                 rtol=1e-7,
                 hint="backward() must seed the output with 1.0, visit nodes in reverse "
                 "topological order, and each _backward must add (+=) into .grad.",
+                requires="data",  # a constant gradient (a + b) is guessable
             ),
             "selfcheck": Rule(
                 "backward() against centred differences of your own forward, for",
@@ -234,6 +239,7 @@ register(
                 rtol=1e-5,
                 hint="some _backward disagrees with its own forward computation.",
                 requires="data",
+                measure=centred_error(SELF_CHECK_STEP),
             ),
         },
     )
@@ -291,8 +297,8 @@ def probe_value_accumulation(student, rng, out):
         (a * a).backward()
         return [spare.grad, a.grad]  # with a.grad: a backward() that does nothing earns nothing
 
-    out.record("seed:output grad after backward()", seeded)
-    out.record("leaf:grads of a Value outside the graph and of one inside", unrelated_leaf)
+    out.record("seed:backward()", seeded)
+    out.record("leaf:backward()", unrelated_leaf)
 
 
 register(
@@ -309,6 +315,7 @@ register(
                 hint="a node used more than once must accumulate (+=) the gradient of "
                 "every use, and backward() must visit a node only after every node "
                 "that uses it (reverse topological order, each node once).",
+                requires="data",  # a constant gradient (a + b) is guessable
             ),
             "selfcheck": Rule(
                 "backward() against centred differences of your own forward, for",
@@ -316,10 +323,19 @@ register(
                 rtol=1e-5,
                 hint="accumulation or visiting order.",
                 requires="data",
+                measure=centred_error(SELF_CHECK_STEP),
             ),
-            "seed": Rule("", rtol=1e-12, hint="backward() seeds the output's grad with 1.0."),
+            # 1.0, a guessable number: credited only with the leaf's, which depends on a.
+            "seed": Rule(
+                "output grad after",
+                rtol=1e-12,
+                hint="backward() seeds the output's grad with 1.0.",
+                requires="leaf",
+            ),
             "leaf": Rule(
-                "", rtol=1e-12, hint="backward() touches only nodes that the output depends on."
+                "grads of a Value outside the graph and of one inside, after",
+                rtol=1e-12,
+                hint="backward() touches only nodes that the output depends on.",
             ),
         },
     )
@@ -329,19 +345,10 @@ register(
 # ------------------------------------------------------------------- numerical gradients
 
 
-def _unless_moved(grad, x, original):
-    """The gradient, or Broken if x was not restored exactly (bit for bit)."""
-    if x.shape == original.shape and np.array_equal(x, original):
-        return grad
-    return Broken(
-        "x was not restored exactly afterwards (save each old element and assign "
-        "it back: x[i] += h, then x[i] -= h, leaves rounding residue)"
-    )
-
-
 def _record_checker(out, name, call, x, exact, h):
-    """Record what a student's gradient checker gives on x (Broken unless x is restored
-    exactly) and, at the default step, its agreement with the exact gradient.
+    """Record what a student's gradient checker gives on x, x itself after the call (the
+    grader wants it bit for bit as before) and, at the default step, the analytic gradient
+    (a trusted value of the reference run, which the grader compares with the student's).
 
     call(x, h): runs the student's checker; exact(x): the analytic gradient.
     """
@@ -349,14 +356,23 @@ def _record_checker(out, name, call, x, exact, h):
 
     def compute():
         grad = call(x, h)
-        return _unless_moved(grad, x, original), rel_error(grad, exact(original))
+        return grad, np.array(x, dtype=np.float64), exact(original)
 
     if h is None:
-        out.record([f"grad:{name}", f"analytic:{name}"], compute)
+        out.record([f"grad:{name}", f"restored:{name}", f"analytic:{name}"], compute)
     else:
         # The truncation error of centred differences is h**2 * f''' / 6: with h = 1e-2 it
         # is visible, so only the default step is held to the analytic gradient.
-        out.record(f"grad:{name}", lambda: compute()[0])
+        out.record([f"grad:{name}", f"restored:{name}"], lambda: compute()[:2])
+
+
+RESTORED = Rule(
+    "x after the call, for",
+    rtol=0,  # bit for bit: the reference run leaves x exactly as it was
+    weight=0,  # worth nothing alone; the gradient is credited only with it
+    hint="save each old element and assign it back (x[i] += h, then x[i] -= h, leaves "
+    "rounding residue).",
+)
 
 
 def probe_numerical_gradient(student, rng, out):
@@ -400,13 +416,17 @@ register(
                 rtol=1e-7,
                 hint="use centred differences (f(x+h) - f(x-h)) / (2h) with the h "
                 "passed in, nudging one element of x at a time.",
+                requires="restored",
             ),
+            "restored": RESTORED,
             "analytic": Rule(
                 "agreement with the analytic gradient, for",
                 kind="below",
                 rtol=1e-7,
                 hint="centred differences with h = 1e-5 in float64.",
                 requires="grad",
+                measure=against_reference,
+                uses="grad",
             ),
         },
     )
@@ -460,13 +480,17 @@ register(
                 rtol=1e-7,
                 hint="grad[i] = sum((f(x+h) - f(x-h)) * df) / (2h); copy f(x+h) before "
                 "nudging x again, since f may return a view of x.",
+                requires="restored",
             ),
+            "restored": RESTORED,
             "analytic": Rule(
                 "agreement with the analytic gradient, for",
                 kind="below",
                 rtol=1e-7,
                 hint="weight each output by df, and sum.",
                 requires="grad",
+                measure=against_reference,
+                uses="grad",
             ),
         },
     )
@@ -491,7 +515,7 @@ def probe_mlp_training(student, rng, out):
         losses, accuracies = train(model, X, y, steps=MLP_STEPS, learning_rate=MLP_LEARNING_RATE)
         return np.array(losses), accuracies[-1]
 
-    out.record(["loss:curve", "accuracy:after the last step"], compute)
+    out.record(["loss:", "accuracy:"], compute)
 
 
 register(
@@ -502,13 +526,16 @@ register(
         probe=probe_mlp_training,
         rules={
             "loss": Rule(
-                "training loss",
+                "training loss curve",
                 rtol=LOSS_BAND,
                 weight=2,
                 hint="a gradient that is wrong somewhere in Value, even slightly.",
                 picture="curve",
             ),
-            "accuracy": Rule("training accuracy", rtol=1e-12, hint=""),
+            # A guessable number (1.0 on an easy problem): credited only with the curve.
+            "accuracy": Rule(
+                "training accuracy after the last step", rtol=1e-12, hint="", requires="loss"
+            ),
         },
     )
 )

@@ -7,8 +7,9 @@ one maximum for the whole batch, or the log of an underflowed probability, shows
 
 import numpy as np
 
-from course.gradcheck import numerical_gradient, rel_error
-from course.grader.model import Assignment, Broken, Check, Rule, register
+from course.checks.common import centred_error, gradient_observation
+from course.grader.model import Assignment, Check, Rule, register
+from course.grader.probe import nudged
 
 ASSIGNMENT = Assignment(
     id="02_linear",
@@ -57,30 +58,21 @@ def large_scores(rng, N: int, C: int) -> np.ndarray:
     return 600.0 * rng.standard_normal((N, C)) * row_scales(rng, N)
 
 
-def unless_modified(result, inputs, originals):
-    """result, or Broken if the function changed any of its inputs in place."""
-    for now, before in zip(inputs, originals, strict=True):
-        if now.shape != before.shape or not np.array_equal(now, before):
-            return Broken("changed its inputs W, X or y in place (work on new arrays)")
-    return result
-
-
 def record_loss(out, loss_fn, name, W, X, y, reg, self_check: bool) -> None:
-    """Record loss and dW of loss_fn(W, X, y, reg) and, optionally, the agreement of dW
-    with centred differences of the student's own loss."""
+    """Record loss and dW of loss_fn(W, X, y, reg), its inputs after the call (the grader
+    wants them unchanged) and, optionally, the student's own loss at W nudged by +-h."""
     large = "large_" if "1e3" in name else ""  # judged by rules of their own (weights)
-    keys = [f"{large}loss:{name}", f"{large}dW:{name}"]
+    keys = [f"{large}loss:{name}", f"{large}dW:{name}", f"inputs:{name}"]
     keys += [f"selfcheck:{name}"] if self_check else []
     inputs = (W, X, y)
 
     def compute():
-        originals = [a.copy() for a in inputs]
         loss, dW = loss_fn(W, X, y, reg)
-        loss = unless_modified(np.asarray(loss, dtype=np.float64), inputs, originals)
-        results = [loss, unless_modified(np.asarray(dW, dtype=np.float64), inputs, originals)]
+        after = np.concatenate([np.array(a, dtype=np.float64).ravel() for a in inputs])
+        results = [np.asarray(loss, dtype=np.float64), np.asarray(dW, dtype=np.float64), after]
         if self_check:
-            numeric = numerical_gradient(lambda w: loss_fn(w, X, y, reg)[0], W.copy())
-            results.append(rel_error(dW, numeric))
+            plus, minus = nudged(lambda w: loss_fn(w, X, y, reg)[0], W)
+            results.append(gradient_observation(dW, plus, minus))
         return results
 
     out.record(keys, compute)
@@ -97,17 +89,27 @@ def loss_probe(function: str, sizes: tuple[int, int, int]):
 
 def loss_rules(loss_hint: str, gradient_hint: str, large_weight: float) -> dict[str, Rule]:
     """large_weight: how much the large-score case counts against each ordinary one."""
+    after = "inputs"  # credited only if W, X and y are left as they were
     return {
-        "loss": Rule("loss", rtol=1e-9, hint=loss_hint),
-        "dW": Rule("gradient dW", rtol=1e-8, hint=gradient_hint),
-        "large_loss": Rule("loss", rtol=1e-9, hint=loss_hint, weight=large_weight),
-        "large_dW": Rule("gradient dW", rtol=1e-8, hint=gradient_hint, weight=large_weight),
+        "loss": Rule("loss", rtol=1e-9, hint=loss_hint, requires=after),
+        "dW": Rule("gradient dW", rtol=1e-8, hint=gradient_hint, requires=after),
+        "large_loss": Rule("loss", rtol=1e-9, hint=loss_hint, weight=large_weight, requires=after),
+        "large_dW": Rule(
+            "gradient dW", rtol=1e-8, hint=gradient_hint, weight=large_weight, requires=after
+        ),
+        "inputs": Rule(
+            "W, X and y after the call,",
+            rtol=0,  # bit for bit: the reference leaves them as they were
+            weight=0,  # worth nothing alone; the loss and dW are credited only with it
+            hint="the function changed its inputs W, X or y in place (work on new arrays).",
+        ),
         "selfcheck": Rule(
             "dW against centred differences of your own loss,",
             kind="below",
             rtol=1e-6,
             hint="the gradient does not match the loss it comes from.",
             requires="loss",
+            measure=centred_error(),
         ),
     }
 

@@ -7,10 +7,10 @@ so an in-place edit in one sub-check cannot change another's inputs.
 
 import numpy as np
 
-from course.checks._draw import away_from_zero
+from course.checks.common import away_from_zero, centred_error, gradient_observation, stacked
 from course.checks.linear import large_scores
-from course.gradcheck import numerical_gradient, rel_error
-from course.grader.model import Assignment, Broken, Check, Rule, register
+from course.grader.model import Assignment, Check, Rule, register
+from course.grader.probe import nudged
 from course.training import accuracy, fit
 
 ASSIGNMENT = Assignment(
@@ -75,7 +75,7 @@ def probe_affine_backward(student, rng, out):
             _, cache = student.affine_forward(*_copies(x, w, b))
             dx, dw, db = student.affine_backward(dout.copy(), cache)
             inputs = {"x": x, "w": w, "b": b}
-            errors = []
+            observed = []
             for key, grad in (("x", dx), ("w", dw), ("b", db)):
 
                 def f(v, key=key):
@@ -83,9 +83,8 @@ def probe_affine_backward(student, rng, out):
                         **{**{k: a.copy() for k, a in inputs.items()}, key: v}
                     )[0]
 
-                numeric = numerical_gradient(f, inputs[key].copy(), dout)
-                errors.append(rel_error(grad, numeric) if np.shape(grad) == numeric.shape else 1.0)
-            return dx, dw, db, max(errors)
+                observed.append(gradient_observation(grad, *nudged(f, inputs[key], dout)))
+            return dx, dw, db, stacked(*observed)
 
         out.record([f"dx:{name}", f"dw:{name}", f"db:{name}", f"selfcheck:{name}"], compute)
 
@@ -114,6 +113,7 @@ register(
                 rtol=1e-7,
                 hint="the backward pass does not match the forward pass.",
                 requires="dx",
+                measure=centred_error(),
             ),
         },
     )
@@ -181,8 +181,8 @@ def loss_probe(function: str):
                 loss, dx = loss_fn(x.copy(), y.copy())
                 results = [np.asarray(loss, dtype=np.float64), dx]
                 if not large:
-                    numeric = numerical_gradient(lambda s: loss_fn(s.copy(), y.copy())[0], x.copy())
-                    results.append(rel_error(dx, numeric))
+                    plus, minus = nudged(lambda s: loss_fn(s.copy(), y.copy())[0], x)
+                    results.append(gradient_observation(dx, plus, minus))
                 return results
 
             out.record(keys, compute)
@@ -202,6 +202,7 @@ def score_loss_rules(loss_hint: str, gradient_hint: str, large_weight: float) ->
             rtol=1e-5,  # a wrong dx is off by 1e-2 or more; rounding alone reaches 1e-7
             hint="the gradient does not match the loss it comes from.",
             requires="loss",
+            measure=centred_error(),
         ),
     }
 
@@ -259,9 +260,31 @@ def with_params(student, D, H, C, params, reg):
     return net
 
 
+TWO_LAYER_SCALE = 0.37
+
+
+def drawn_with(scale: float, tolerance: float = 0.1, mean_bound: float | None = None):
+    """measure: (mean, std) of the weights drawn, against N(0, scale**2)."""
+    mean_bound = tolerance * scale if mean_bound is None else mean_bound
+
+    def measure(got, want):
+        mean, std = np.asarray(got, dtype=np.float64)
+        if abs(std / scale - 1) < tolerance and abs(mean) < mean_bound:
+            return True
+        return (
+            "weights are not drawn from N(0, weight_scale**2) (the sample's mean or "
+            "standard deviation is far off)"
+        )
+
+    return measure
+
+
 def probe_two_layer_net(student, rng, out):
     # Initialisation, judged by its statistics: a student may draw with any generator.
-    D0, H0, C0, scale = 60, 50, 10, 0.37
+    # Sizes from the (secret) seed: the shapes, which every other initial sub-check
+    # requires, cannot be known before the check runs.
+    D0, H0, C0 = (int(rng.integers(low, low + 20)) for low in (50, 30, 8))
+    scale = TWO_LAYER_SCALE
     np.random.seed(int(rng.integers(1 << 31)))
 
     def initial():
@@ -269,16 +292,9 @@ def probe_two_layer_net(student, rng, out):
         shapes = np.concatenate([np.shape(net.params[k]) for k in PARAM_NAMES]).astype(float)
         weights = np.concatenate([net.params["W1"].ravel(), net.params["W2"].ravel()])
         biases = np.concatenate([net.params["b1"].ravel(), net.params["b2"].ravel()])
-        drawn = abs(weights.std() / scale - 1) < 0.1 and abs(weights.mean()) < 0.1 * scale
-        if not drawn:
-            drawn = Broken(
-                "weights are not drawn from N(0, weight_scale**2) (the sample's mean or "
-                "standard deviation is far off)"
-            )
-        zero = bool(np.all(biases == 0)) or Broken("biases do not start at zero")
-        return shapes, drawn, zero
+        return shapes, np.array([weights.mean(), weights.std()]), biases
 
-    out.record(["shapes:of W1, b1, W2, b2", "init:weights", "init:biases"], initial)
+    out.record(["shapes:", "init:", "bias:"], initial)
 
     N, D, H, C = 5, 7, 9, 4
     params = hidden_params(rng, D, H, C)
@@ -297,8 +313,8 @@ def probe_two_layer_net(student, rng, out):
 
 
 def record_network_loss(out, label: str, build, params: dict, X, y) -> None:
-    """Record a network's loss, each gradient, and the worst agreement of its gradients
-    with centred differences of its own loss.
+    """Record a network's loss, each gradient, and its own loss at each parameter nudged by
+    +-h (the grader compares the centred differences with the gradients).
 
     build(params) -> a student's network holding copies of `params`: a fresh one for every
     evaluation, so nothing a loss call leaves behind reaches the next.
@@ -307,16 +323,16 @@ def record_network_loss(out, label: str, build, params: dict, X, y) -> None:
 
     def compute():
         loss, grads = build(params).loss(X.copy(), y.copy())
-        errors = []
+        observed = []
         for name in names:
 
             def f(v, name=name):
                 return build({**params, name: v}).loss(X.copy(), y.copy())[0]
 
-            numeric = numerical_gradient(f, params[name].copy())
-            grad = np.asarray(grads[name], dtype=np.float64)
-            errors.append(rel_error(grad, numeric) if grad.shape == numeric.shape else 1.0)
-        return [np.asarray(loss, dtype=np.float64)] + [grads[n] for n in names] + [max(errors)]
+            observed.append(gradient_observation(grads[name], *nudged(f, params[name])))
+        return (
+            [np.asarray(loss, dtype=np.float64)] + [grads[n] for n in names] + [stacked(*observed)]
+        )
 
     keys = [f"loss:{label}"] + [f"grad:{n}, {label}" for n in names] + [f"selfcheck:{label}"]
     out.record(keys, compute)
@@ -330,9 +346,21 @@ register(
         probe=probe_two_layer_net,
         rules={
             "shapes": Rule(
-                "parameter shapes", rtol=0, hint="W1 (D, H), b1 (H,), W2 (H, C), b2 (C,)."
+                "parameter shapes of W1, b1, W2, b2",
+                rtol=0,
+                hint="W1 (D, H), b1 (H,), W2 (H, C), b2 (C,).",
             ),
-            "init": Rule("initial", kind="true", weight=2),  # the weight scale is this leak
+            # The weight scale is this leak: the sample's mean and standard deviation.
+            "init": Rule(
+                "initial weights",
+                kind="true",
+                weight=2,
+                measure=drawn_with(TWO_LAYER_SCALE),
+                requires="shapes",
+            ),
+            "bias": Rule(
+                "initial biases", rtol=0, weight=2, hint="start at zero.", requires="shapes"
+            ),
             "scores": Rule(
                 "scores for",
                 rtol=1e-10,
@@ -355,6 +383,7 @@ register(
                 rtol=1e-6,
                 hint="a gradient does not match the loss it comes from.",
                 requires="loss",
+                measure=centred_error(),
             ),
         },
     )
@@ -375,13 +404,10 @@ def probe_sgd(student, rng, out):
             learning_rates.append(config["learning_rate"])
         return np.asarray(current, dtype=np.float64), np.array(learning_rates, dtype=float)
 
-    out.record(
-        ["w:after 3 steps with the default config", "config:default learning_rate"],
-        lambda: steps(None),
-    )
+    out.record(["w:the default config", "config:the default config"], lambda: steps(None))
     lr = float(rng.uniform(0.2, 0.6))
     out.record(
-        ["w:after 3 steps with a given learning_rate", "config:given learning_rate"],
+        ["w:a given learning_rate", "config:a given learning_rate"],
         lambda: steps({"learning_rate": lr}),
     )
 
@@ -394,12 +420,14 @@ register(
         probe=probe_sgd,
         rules={
             "w": Rule(
-                "weights",
+                "weights after 3 steps, with",
                 rtol=1e-12,
                 hint="next_w = w - config['learning_rate'] * dw, the rate 1e-2 by default.",
             ),
+            # The rate is a number anyone can guess: credited only with the weights.
             "config": Rule(
-                "config['learning_rate'] kept, for the",
+                "config['learning_rate'] kept, with",
+                requires="w",
                 rtol=1e-12,
                 hint="config.setdefault('learning_rate', 1e-2), and return the config.",
                 weight=0.5,
@@ -438,7 +466,7 @@ def probe_two_layer_training(student, rng, out):
         )
         return np.array(history["loss"]), accuracy(net.loss(X), y)
 
-    out.record(["loss:curve", "accuracy:after the last step"], compute)
+    out.record(["loss:", "accuracy:"], compute)
 
 
 register(
@@ -449,13 +477,16 @@ register(
         probe=probe_two_layer_training,
         rules={
             "loss": Rule(
-                "training loss",
+                "training loss curve",
                 rtol=LOSS_BAND,
                 weight=2,
                 hint="a gradient of TwoLayerNet, or the sgd step, that is wrong, even slightly.",
                 picture="curve",
             ),
-            "accuracy": Rule("training accuracy", rtol=1e-12, hint=""),
+            # A guessable number (1.0 on an easy problem): credited only with the curve.
+            "accuracy": Rule(
+                "training accuracy after the last step", rtol=1e-12, hint="", requires="loss"
+            ),
         },
     )
 )

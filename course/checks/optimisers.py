@@ -9,9 +9,9 @@ never by the exact random numbers.
 
 import numpy as np
 
-from course.checks._draw import away_from_zero
-from course.checks.multilayer import record_network_loss
-from course.grader.model import Assignment, Broken, Check, Rule, register
+from course.checks.common import away_from_zero, centred_error, seeded
+from course.checks.multilayer import drawn_with, record_network_loss
+from course.grader.model import Assignment, Check, Rule, register
 
 ASSIGNMENT = Assignment(
     id="04_optimisers",
@@ -41,7 +41,9 @@ def _moments(W: np.ndarray) -> tuple[float, float, float]:
 
 
 def probe_weight_init(student, rng, out):
-    fan_in, fan_out = 500, 240  # fan_in != fan_out: a scheme that uses fan_out shows
+    # From the (secret) seed, fan_in well above fan_out: a scheme that uses fan_out shows,
+    # and the shape, which every moment requires, cannot be known before the check runs.
+    fan_in, fan_out = int(rng.integers(450, 551)), int(rng.integers(200, 301))
     for scheme, std in (
         ("xavier", np.sqrt(1 / fan_in)),
         ("he", np.sqrt(2 / fan_in)),
@@ -52,16 +54,10 @@ def probe_weight_init(student, rng, out):
         def compute(scheme=scheme, std=std, seed=seed):
             W = student.weight_init(fan_in, fan_out, scheme, np.random.default_rng(seed))
             shape = np.array(np.shape(W), dtype=float)
-            mean, sample_std, kurtosis = _moments(W)
-            # 120,000 draws: the mean's and the std's errors are about 0.3% of std, the
-            # kurtosis's about 0.014, so these bounds hold for any correct generator.
-            centred = abs(mean) < 0.02 * std or Broken("the mean is not 0")
-            scaled = abs(sample_std / std - 1) < 0.02 or Broken(
-                "the standard deviation is not the scheme's (fan_in, not fan_out; a std, "
-                "not a variance)"
-            )
-            normal = abs(kurtosis) < 0.1 or Broken("the draws are not normal (uniform?)")
-            return shape, centred, scaled, normal
+            # Observations: the sample's moments, and the scheme's std (the grader reads
+            # the reference run's, never the student's).
+            moments = np.array([*_moments(W), std])
+            return shape, moments, moments, moments
 
         label = f"scheme {scheme!r}" if isinstance(scheme, str) else "a number as the scheme"
         keys = ["shape", "mean", "std", "normal"]
@@ -69,13 +65,40 @@ def probe_weight_init(student, rng, out):
 
     def reproducible():
         seed = int(rng.integers(1 << 31))
-        first = student.weight_init(7, 5, "he", np.random.default_rng(seed))
+        rows, cols = int(rng.integers(5, 9)), int(rng.integers(2, 5))  # known to no one
+        first = student.weight_init(rows, cols, "he", np.random.default_rng(seed))
         np.random.seed(seed % 1000)  # a function drawing from the global generator differs
-        second = student.weight_init(7, 5, "he", np.random.default_rng(seed))
-        other = student.weight_init(7, 5, "he", np.random.default_rng(seed + 1))
-        return bool(np.array_equal(first, second) and not np.array_equal(first, other))
+        second = student.weight_init(rows, cols, "he", np.random.default_rng(seed))
+        other = student.weight_init(rows, cols, "he", np.random.default_rng(seed + 1))
+        return np.stack([np.asarray(a, dtype=np.float64) for a in (first, second, other)])
 
-    out.record("rng:the generator passed in decides the draws", reproducible)
+    out.record("rng:scheme 'he'", reproducible)  # credited with he's spread (requires)
+
+
+# 120,000 draws: the mean's and the std's errors are about 0.3% of std, the kurtosis's
+# about 0.014, so these bounds hold for any correct generator. Each measure reads the
+# student's (mean, std, excess kurtosis) and the reference run's std of the scheme.
+
+
+def seeded_like_reference(got, want):
+    """seeded, on draws of the shape (drawn from the seed) the reference run made."""
+    if np.shape(got) != np.shape(want):
+        return "the draws do not have the shape (fan_in, fan_out)"
+    return seeded(got, want)
+
+
+def _centred(got, want):
+    return abs(got[0]) < 0.02 * want[3] or "the mean is not 0"
+
+
+def _scaled(got, want):
+    return abs(got[1] / want[3] - 1) < 0.02 or (
+        "the standard deviation is not the scheme's (fan_in, not fan_out; a std, not a variance)"
+    )
+
+
+def _normal(got, want):
+    return abs(got[2]) < 0.1 or "the draws are not normal (uniform?)"
 
 
 register(
@@ -88,26 +111,37 @@ register(
             # Shape, mean and normality are credited only with the right spread: they are
             # easy, and the scheme's standard deviation is the point of the function.
             "shape": Rule("shape for", rtol=0, hint="(fan_in, fan_out).", requires="std"),
+            # (and the spread only with the right shape: the two require each other)
             "mean": Rule(
                 "mean of the draws for",
                 kind="true",
                 hint="rng.normal(0.0, std, ...).",
                 requires="std",
+                measure=_centred,
             ),
             "std": Rule(
                 "standard deviation for",
                 kind="true",
                 weight=3,
                 hint="xavier: sqrt(1 / fan_in); he: sqrt(2 / fan_in); a number: that std.",
+                measure=_scaled,
+                requires="shape",
             ),
             "normal": Rule(
-                "normal shape for", kind="true", hint="draw with rng.normal.", requires="std"
+                "normal shape for",
+                kind="true",
+                hint="draw with rng.normal.",
+                requires="std",
+                measure=_normal,
             ),
+            # Credited only with the right spread: two arrays that differ are easy to make.
             "rng": Rule(
-                "",
+                "the generator passed in decides the draws, for",
                 kind="true",
                 weight=2,
                 hint="draw from the rng argument, not np.random's global generator.",
+                measure=seeded_like_reference,
+                requires="std",
             ),
         },
     )
@@ -134,11 +168,18 @@ def _fcn_with(student, dims, params, reg):
     return net
 
 
+def _float_size(param) -> int:
+    dtype = np.asarray(param).dtype
+    return dtype.itemsize if np.issubdtype(dtype, np.floating) else 0
+
+
 def probe_fully_connected_net(student, rng, out):
     Net = student.FullyConnectedNet
 
     def construction():
-        dims = [15, 20, 30, 7]
+        # Sizes from the (secret) seed: the shapes, which every other construction
+        # sub-check requires, cannot be known before the check runs.
+        dims = [int(rng.integers(low, low + 8)) for low in (12, 20, 30, 5)]
         net = Net(dims[1:-1], dims[0], dims[-1], weight_scale=0.23, dtype=np.float64, seed=3)
         names = [f"{p}{i}" for i in range(1, len(dims)) for p in ("W", "b")]
         if sorted(net.params) != sorted(names):
@@ -146,23 +187,15 @@ def probe_fully_connected_net(student, rng, out):
         shapes = np.concatenate([np.shape(net.params[n]) for n in names]).astype(float)
         weights = np.concatenate([net.params[n].ravel() for n in names if n[0] == "W"])
         biases = np.concatenate([net.params[n].ravel() for n in names if n[0] == "b"])
-        scaled = abs(weights.std() / 0.23 - 1) < 0.12 and abs(weights.mean()) < 0.05
-        scaled = scaled or Broken("weights are not drawn from N(0, weight_scale**2)")
-        zero = bool(np.all(biases == 0)) or Broken("biases do not start at zero")
-        f64 = all(p.dtype == np.float64 for p in net.params.values())
-        f32 = all(p.dtype == np.float32 for p in Net([4], 3, 2, seed=1).params.values())
-        typed = (f64 and f32) or Broken(
-            "parameters are not of the `dtype` asked for (float32 by default)"
-        )
-        same = Net([6], 5, 3, seed=11).params["W1"]
-        again = Net([6], 5, 3, seed=11).params["W1"]
-        other = Net([6], 5, 3, seed=12).params["W1"]
-        seeded = (np.array_equal(same, again) and not np.array_equal(same, other)) or Broken(
-            "the same seed does not give the same weights (draw with np.random.default_rng(seed))"
-        )
-        return shapes, scaled, zero, typed, seeded
+        # The size of each parameter's float type, in bytes (0: not a float): float64 when
+        # asked for, float32 by default.
+        default = Net([4], 3, 2, seed=1).params
+        params = [net.params[n] for n in names] + [default[n] for n in sorted(default)]
+        sizes = np.array([_float_size(p) for p in params], dtype=float)
+        draws = np.stack([np.asarray(Net([6], 5, 3, seed=s).params["W1"]) for s in (11, 11, 12)])
+        return shapes, np.array([weights.mean(), weights.std()]), biases, sizes, draws
 
-    keys = ["shapes:of W1, b1, ..., W3, b3", "init:weights", "init:biases", "dtype:", "seed:"]
+    keys = ["shapes:", "init:", "bias:", "dtype:", "seed:"]
     out.record(keys, construction)
 
     N = 8
@@ -193,11 +226,38 @@ register(
         points=4,
         probe=probe_fully_connected_net,
         rules={
-            "shapes": Rule("parameter shapes", rtol=0, hint="W_l (d_{l-1}, d_l), b_l (d_l,)."),
+            "shapes": Rule(
+                "parameter shapes of W1, b1, ..., W3, b3",
+                rtol=0,
+                hint="W_l (d_{l-1}, d_l), b_l (d_l,).",
+            ),
             # Weighted up: a construction key stands alone, a gradient has many siblings.
-            "init": Rule("initial", kind="true", weight=3, hint=""),
-            "dtype": Rule("parameter dtype", kind="true", weight=3, hint=""),
-            "seed": Rule("seed", kind="true", weight=3, hint=""),
+            # Each is credited only with the right shapes, which depend on the seed.
+            "init": Rule(
+                "initial weights",
+                kind="true",
+                weight=3,
+                measure=drawn_with(0.23, 0.12, mean_bound=0.05),
+                requires="shapes",
+            ),
+            "bias": Rule(
+                "initial biases", rtol=0, weight=3, hint="start at zero.", requires="shapes"
+            ),
+            "dtype": Rule(
+                "parameter dtype",
+                rtol=0,
+                weight=3,
+                hint="parameters are of the `dtype` asked for (float32 by default).",
+                requires="shapes",
+            ),
+            "seed": Rule(
+                "seed",
+                kind="true",
+                weight=3,
+                hint="draw with np.random.default_rng(seed).",
+                measure=seeded,
+                requires="shapes",
+            ),
             "scores": Rule(
                 "scores for",
                 rtol=1e-10,
@@ -219,6 +279,7 @@ register(
                 rtol=1e-5,  # a wrong gradient is off by 1e-3 or more; kinks and rounding 1e-7
                 hint="a gradient does not match the loss it comes from.",
                 requires="loss",
+                measure=centred_error(),
             ),
         },
     )
@@ -229,17 +290,6 @@ register(
 
 STEPS = 4
 CURVE_STEPS = 40
-
-
-def softmax_regression(W: np.ndarray, X: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
-    """The fixed problem for the loss curves: mean cross-entropy of X @ W, and its gradient."""
-    scores = X @ W
-    shifted = scores - scores.max(axis=1, keepdims=True)
-    log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-    rows = np.arange(len(y))
-    dscores = np.exp(log_probs)
-    dscores[rows, y] -= 1
-    return float(-log_probs[rows, y].mean()), X.T @ dscores / len(y)
 
 
 def rule_probe(function: str, given: dict, state: dict, curve_config: dict):
@@ -274,53 +324,65 @@ def rule_probe(function: str, given: dict, state: dict, curve_config: dict):
                 for dw in dws:
                     w, config = rule(w, dw.copy(), config)
                     path.append(np.array(w, dtype=np.float64))
-                return [np.array(path)] + [
-                    np.asarray(config[k], dtype=np.float64) for k in state_keys
-                ]
+                # The state, one array: t alone is a number anyone can guess, so the state
+                # is credited only with the weights of the same run.
+                kept = [np.asarray(config[k], dtype=np.float64).ravel() for k in state_keys]
+                return np.array(path), np.concatenate(kept)
 
-            keys = [f"w:{STEPS} steps from {label}"] + [
-                f"state:{k} after {STEPS} steps from {label}" for k in state_keys
-            ]
-            out.record(keys, run)
+            out.record([f"w:from {label}", f"state:from {label}"], run)
 
         def defaults():
             _, config = rule(w0.copy(), dws[0].copy(), None)
             return np.array([float(config[k]) for k in sorted(given)])
 
-        out.record("defaults:of " + ", ".join(sorted(given)), defaults)
+        out.record("defaults:", defaults)
 
-        C = 3
-        centres = 2.0 * rng.standard_normal((C, 5))
-        y = rng.integers(0, C, 60)
-        X = centres[y] + rng.standard_normal((60, 5))
-        W_start = 0.1 * rng.standard_normal((5, C))
+        # The fixed problem for the loss curve: least squares, written out here (no graded
+        # function of any assignment is a loss a kernel could import from the package).
+        X = rng.standard_normal((60, 5))
+        Y = X @ rng.standard_normal((5, 3)) + 0.5 * rng.standard_normal((60, 3))
+        W_start = 0.1 * rng.standard_normal((5, 3))
 
         def curve():
             W, config, losses = W_start.copy(), dict(curve_config), []
             for _ in range(CURVE_STEPS):
-                loss, dW = softmax_regression(W, X, y)
-                W, config = rule(W, dW, config)
-                losses.append(loss)
+                residual = X @ W - Y
+                losses.append(0.5 * float(np.mean(np.sum(residual**2, axis=1))))
+                W, config = rule(W, X.T @ residual / len(X), config)
             return np.array(losses)
 
-        out.record("curve:loss of softmax regression trained with your rule", curve)
+        out.record("curve:", curve)
 
     return probe
 
 
-def rule_rules(hint: str) -> dict[str, Rule]:
+def rule_rules(hint: str, given: dict, state: dict) -> dict[str, Rule]:
     # 1e-6: tolerates where epsilon sits (inside or outside the square root; the API
     # leaves it open for rmsprop), and catches every real mistake (off by 1e-3 or more).
     return {
-        "w": Rule("weights after", rtol=1e-6, weight=2, hint=hint),
-        "state": Rule("config", rtol=1e-6, hint="the state must be stored back into config."),
+        "w": Rule(f"weights after {STEPS} steps,", rtol=1e-6, weight=2, hint=hint),
+        "state": Rule(
+            f"config's {', '.join(sorted(state))} after {STEPS} steps,",
+            rtol=1e-6,
+            weight=len(state),
+            hint="the state must be stored back into config.",
+            requires="w",
+        ),
+        # The API's numbers, known to all: credited only with the curve, which uses them.
         "defaults": Rule(
-            "default values", rtol=1e-12, hint="use config.setdefault with the API's defaults."
+            f"default values of {', '.join(sorted(given))}",
+            rtol=1e-12,
+            hint="use config.setdefault with the API's defaults.",
+            requires="curve",
         ),
         # The curve's gradients shrink as it converges, where epsilon's place shows more:
         # a band of 1e-4 still separates every mistake (1e-2 and more) from correct code.
         "curve": Rule(
-            "", rtol=1e-4, weight=2, hint="the update, the state, or a default.", picture="curve"
+            "loss of least squares trained with your rule",
+            rtol=1e-4,
+            weight=2,
+            hint="the update, the state, or a default.",
+            picture="curve",
         ),
     }
 
@@ -374,6 +436,6 @@ for function, (points, given, state, curve_config, hint) in RULES.items():
             notebook=NOTEBOOK,
             points=points,
             probe=rule_probe(function, given, state, curve_config),
-            rules=rule_rules(hint),
+            rules=rule_rules(hint, given, state),
         )
     )

@@ -59,12 +59,20 @@ def judge_one(key: str, got, want, rule: Rule) -> Result:
     if got is None:
         return Result(key, False, rule.weight, f"{label}: not computed")
     hint = f" Likely mistake: {rule.hint}" if rule.hint else ""
-    if rule.kind == "true":
-        ok = bool(got) is True
-        return Result(key, ok, rule.weight, "" if ok else f"{label}: does not hold.{hint}")
-    if rule.kind == "below":
-        value = float(got) if not isinstance(got, bool) else float("nan")
-        ok = value <= rule.rtol
+    if rule.kind in ("true", "below"):
+        # Decided here, from the observations, by the rule's grader-side measure.
+        try:
+            value = rule.measure(got, want)
+        except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError):
+            value = "the observation could not be read" if rule.kind == "true" else math.inf
+        if rule.kind == "true":
+            ok = isinstance(value, bool | np.bool_) and bool(value)
+            why = value if isinstance(value, str) else "does not hold"
+            return Result(key, ok, rule.weight, "" if ok else f"{label}: {why}.{hint}")
+        if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.floating):
+            value = math.inf
+        value = float(value)
+        ok = value <= rule.rtol  # NaN fails
         msg = f"{label}: {value:.1e}, above {rule.rtol:.0e}.{hint}"
         return Result(key, ok, rule.weight, "" if ok else msg)
     got_a = np.asarray(got, dtype=np.float64)
@@ -84,18 +92,23 @@ def judge_one(key: str, got, want, rule: Rule) -> Result:
 def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
     """One Result per reference key; a key the student's probe never reached fails."""
     stopped = outputs.get("_stopped")  # why the probe ended early, e.g. a missing name
-    results = {
-        key: judge_one(key, outputs.get(key, stopped), want, rule_for(check, key))
-        for key, want in reference.items()
-    }
-    for key, result in results.items():
+    results = {}
+    for key, want in reference.items():
         rule = rule_for(check, key)
-        detail = key.partition(":")[2]
-        needed = results.get(f"{rule.requires}:{detail}") if rule.requires else None
-        if rule.requires and result.passed and not (needed and needed.passed):
-            label = f"{rule.what} {detail}".strip()
-            why = f"{label}: not credited while the {rule.requires} check of it fails"
-            results[key] = Result(key, False, rule.weight, why)
+        read = f"{rule.uses}:{key.partition(':')[2]}" if rule.uses else key
+        results[key] = judge_one(key, outputs.get(read, stopped), want, rule)
+    changed = True
+    while changed:  # requirements chain (a selfcheck requires the loss, which requires ...)
+        changed = False
+        for key, result in results.items():
+            rule = rule_for(check, key)
+            detail = key.partition(":")[2]
+            needed = results.get(f"{rule.requires}:{detail}") if rule.requires else None
+            if rule.requires and result.passed and not (needed and needed.passed):
+                label = f"{rule.what} {detail}".strip()
+                why = f"{label}: not credited while the {rule.requires} check of it fails"
+                results[key] = Result(key, False, rule.weight, why)
+                changed = True
     return list(results.values())
 
 
@@ -143,10 +156,14 @@ def same_for_the_judge(stored, fresh, rule: Rule) -> bool:
     """
     if isinstance(stored, Broken) or isinstance(fresh, Broken):
         return stored == fresh
-    if rule.kind == "below":
-        return (float(stored) <= rule.rtol) == (float(fresh) <= rule.rtol)
-    if rule.kind == "true":
-        return bool(stored) == bool(fresh)
+    if rule.kind in ("below", "true") and rule.uses is None:
+        # An observation judged by a measure (forward values at nudged inputs, sample
+        # moments): only the verdict the grader draws from it must agree.
+        return (
+            judge_one("", stored, stored, rule).passed == judge_one("", fresh, fresh, rule).passed
+        )
+    if rule.kind in ("below", "true"):  # a trusted value the probe computed
+        return judge_one("", fresh, stored, Rule("", rtol=1e-9)).passed
     return judge_one("", fresh, stored, rule).passed
 
 
@@ -154,14 +171,24 @@ def same_for_the_judge(stored, fresh, rule: Rule) -> bool:
 SHARED_CAUSES = ("raised ", "the notebook defines no", "not credited while")
 
 
-def verdict(name: str, payload: dict | None, why_missing: str = "") -> tuple[float, str]:
-    """Grader side: (points, report) for the probe payload a grade cell emitted (or None)."""
-    points, text, _ = verdict_with_pictures(name, payload, why_missing, pictures=False)
+def verdict(
+    name: str, payload: dict | None, why_missing: str = "", reference: dict | None = None
+) -> tuple[float, str]:
+    """Grader side: (points, report) for the probe payload a grade cell emitted (or None).
+
+    reference: the run's reference outputs of this check (course.grader.inputs); None for
+    the committed references/ (public seeds: `course check`, tests).
+    """
+    points, text, _ = verdict_with_pictures(name, payload, why_missing, False, reference)
     return points, text
 
 
 def verdict_with_pictures(
-    name: str, payload: dict | None, why_missing: str = "", pictures: bool = True
+    name: str,
+    payload: dict | None,
+    why_missing: str = "",
+    pictures: bool = True,
+    reference: dict | None = None,
 ) -> tuple[float, str, list[bytes]]:
     """(points, report, PNGs for the feedback): see course.grader.figures."""
     chk = get_check(name)
@@ -169,7 +196,7 @@ def verdict_with_pictures(
         reason = why_missing or "the hidden check did not run"
         return 0.0, f"{name}: 0 of {chk.points:g} points ({reason})", []
     outputs = {key: decode(value) for key, value in payload.get("outputs", {}).items()}
-    reference = load_reference(chk)
+    reference = load_reference(chk) if reference is None else reference
     results = judge(chk, outputs, reference)
     points = score(chk, results)
     pngs = []

@@ -29,8 +29,13 @@ class Broken:
 class Rule:
     """How the outputs whose key starts with a prefix are judged.
 
-    kind: "close" (to the reference, within rtol), "true" (an invariant the student's
-    outputs must satisfy), "below" (the student's value, an error measure, under rtol).
+    kind: "close" (the student's observation against the reference's, within rtol),
+    "true" (an invariant), "below" (an error measure, at most rtol).
+    measure: for "true" and "below", the grader-side function that decides, from
+    (the student's observation, the reference's observation) of that key: a float for
+    "below", True or a reason (str) for "true". The kernel only observes (raw results,
+    arrays after a call, forward values at nudged inputs); it never sends a conclusion,
+    and nothing it sends is read as a boolean or an error (tests/test_observations.py).
     what: the words used in messages, e.g. "gradient"; hint: the likely mistake.
     """
 
@@ -43,6 +48,20 @@ class Rule:
     # of a degenerate implementation (all zeros agree with all zeros) earns nothing alone.
     requires: str | None = None
     picture: str | None = None  # "curve": if it fails, draw it over the reference band
+    measure: Callable[[object, object], object] | None = None
+    # The measure reads the student's observation "<uses>:<same detail>" instead of this
+    # key's (whose reference value is then a trusted quantity the probe computed, such as
+    # an analytic gradient): measure(student's <uses> observation, reference of this key).
+    uses: str | None = None
+
+    def __post_init__(self):
+        if self.kind not in ("close", "true", "below"):
+            raise ValueError(f"unknown rule kind {self.kind!r}")
+        if self.kind != "close" and self.measure is None:
+            raise ValueError(
+                f"a {self.kind!r} rule ({self.what!r}) needs a grader-side `measure`: the "
+                "kernel reports observations, never conclusions"
+            )
 
 
 @dataclass(frozen=True)
@@ -63,7 +82,13 @@ class Check:
     rules: dict[str, Rule]
 
     def seed(self) -> int:
-        return zlib.crc32(self.name.encode())
+        """The public seed: inputs of `course check` and of the committed references/.
+        A grading run uses a secret one instead (course.grader.inputs)."""
+        return public_seed(self.name)
+
+
+def public_seed(name: str) -> int:
+    return zlib.crc32(name.encode())
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,8 @@
 
 - `GuardedExecute`: nbgrader's Execute with every kernel in the sandbox, and a kernel that
   dies or will not stop cutting the notebook off instead of failing the whole submission.
+- `SeedHiddenChecks` (course.grader.inputs): before execution, each hidden check is told
+  the seed of this run's secret inputs.
 - `JudgeHiddenChecks`: a preprocessor that runs after execution, in the grader's process,
   and turns each grade cell's probe output into a verdict (report and points). The
   student's kernel never sees a reference value and cannot print its own score.
@@ -20,6 +22,7 @@ from traitlets import Bool
 
 from course.grader import judge, model, probe
 from course.grader.cells import grade_id_of_test_cell
+from course.grader.inputs import Inputs, InputsError, SeedHiddenChecks, restore_sources
 from course.grader.kernel_client import PromptReplies
 
 
@@ -44,21 +47,26 @@ def why_no_probe(cell, payloads: list[dict], grade_id: str) -> str:
     return "the hidden check emitted no results"
 
 
-def judge_cell(cell) -> None:
-    """Replace a hidden-check grade cell's outputs by the grader's verdict, in place."""
+def judge_cell(cell, inputs: Inputs | None = None) -> None:
+    """Replace a hidden-check grade cell's outputs by the grader's verdict, in place.
+
+    inputs: the run's seeds and references (course.grader.inputs); None: the committed ones.
+    """
     grade_id = grade_id_of_test_cell(cell)
     if grade_id is None or grade_id not in model.checks_by_name():
         return
+    # The grader's own reference: missing, it stops the run (never a student's zero).
+    reference = inputs.reference(grade_id) if inputs is not None else None
     payloads = probe_payloads(cell)
     ok = len(payloads) == 1 and payloads[0].get("check") == grade_id
     payload = payloads[0] if ok else None
     why = "" if ok else why_no_probe(cell, payloads, grade_id)
     try:
-        points, text, pngs = judge.verdict_with_pictures(grade_id, payload, why)
+        points, text, pngs = judge.verdict_with_pictures(grade_id, payload, why, True, reference)
     except (TypeError, ValueError, KeyError, AttributeError):
         # Results that do not even decode were not written by the probe: zero, not a crash.
         points, text, pngs = judge.verdict_with_pictures(
-            grade_id, None, "its results could not be read: tampered output"
+            grade_id, None, "its results could not be read: tampered output", True, reference
         )
     cell.outputs = [
         new_output("stream", name="stdout", text=text + "\n"),
@@ -74,17 +82,24 @@ def judge_cell(cell) -> None:
     ]
 
 
-def judge_notebook(nb: NotebookNode) -> NotebookNode:
+def judge_notebook(nb: NotebookNode, inputs: Inputs | None = None) -> NotebookNode:
     for cell in nb.cells:
-        judge_cell(cell)
+        judge_cell(cell, inputs)
     return nb
 
 
 class JudgeHiddenChecks(NbGraderPreprocessor):
-    """After Execute: the verdict of every hidden check, decided outside the kernel."""
+    """After Execute: the verdict of every hidden check, decided outside the kernel, against
+    the references of the run's inputs (handed over by SeedHiddenChecks)."""
 
     def preprocess(self, nb, resources):
-        return judge_notebook(nb), resources
+        if "hidden_inputs" not in resources:
+            raise InputsError(
+                "JudgeHiddenChecks needs SeedHiddenChecks before GuardedExecute "
+                "(Autograde.autograde_preprocessors in nbgrader_config.py)"
+            )
+        restore_sources(nb, resources)
+        return judge_notebook(nb, resources["hidden_inputs"]), resources
 
 
 # ---------------------------------------------------------------- execution
@@ -149,3 +164,5 @@ class GuardedExecute(PromptReplies, Execute):
 
 
 CUT_OFF = "GradingCutOff"
+
+__all__ = ["GuardedExecute", "JudgeHiddenChecks", "SeedHiddenChecks"]

@@ -44,13 +44,17 @@ PASSED_ENV = ("COURSE_CELL_TIMEOUT",)
 
 def course_files(root: Path, assignment: str) -> dict[str, bytes]:
     """What a worker needs of the course directory to grade `assignment` (its release is
-    made there, by GenerateAssignment)."""
+    made there, by GenerateAssignment), and the run's seeds and references, computed here
+    from the course's secret (course.grader.inputs): a worker never holds the secret."""
+    from course.grader import inputs
+
     files = {"nbgrader_config.py": (root / "nbgrader_config.py").read_bytes()}
-    for top in ("source", "references"):
-        folder = root / top / assignment
-        for path in sorted(folder.rglob("*")) if folder.exists() else []:
-            if path.is_file() and "__pycache__" not in path.parts:
-                files[path.relative_to(root).as_posix()] = path.read_bytes()
+    folder = root / "source" / assignment
+    for path in sorted(folder.rglob("*")) if folder.exists() else []:
+        if path.is_file() and "__pycache__" not in path.parts:
+            files[path.relative_to(root).as_posix()] = path.read_bytes()
+    public = bool(load_config(root).SeedHiddenChecks.get("public", False))
+    files[inputs.SHIPPED] = inputs.for_run(root, assignment, public).to_json().encode()
     return files
 
 
@@ -140,13 +144,16 @@ def _prepared_course(course: dict[str, bytes], assignment: str) -> Path:
 
 
 def _worker_config(root: Path):
+    from course.grader.inputs import SHIPPED
     from course.paths import tool_env
 
     # Kernels inherit this process's environment: they see the private gradebook's address,
     # never the course's (which may carry a PostgreSQL password).
     os.environ["COURSE_DB_URL"] = f"sqlite:///{root / 'gradebook.db'}?timeout=30"
     os.environ["PATH"] = tool_env()["PATH"]  # nbgrader runs `alembic` by name
-    return load_config(root)
+    config = load_config(root)
+    config.SeedHiddenChecks.shipped = str(root / SHIPPED)  # the parent's seeds and references
+    return config
 
 
 def grade_submission(job: dict, course: dict[str, bytes]) -> dict:

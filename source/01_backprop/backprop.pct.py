@@ -30,7 +30,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from course.data import two_moons
-from course.gradcheck import compare_table, numerical_gradient, rel_error
+from course.gradcheck import compare_table, rel_error
 from course.mlp import MLP, train
 from course.notebook import add_to_class, show_source
 from course.plots import decision_boundary, error_against_step, loss_curve
@@ -665,7 +665,9 @@ tails = {
     "b1": (lambda b: loss_from_z(X @ W1 + b), b1),
     "X": (lambda x: loss_from_z(x @ W1 + b1), X),
 }
-numeric = {name: numerical_gradient(tail, value.copy()) for name, (tail, value) in tails.items()}
+numeric = {
+    name: eval_numerical_gradient(tail, value.copy()) for name, (tail, value) in tails.items()
+}
 loss, grads = backprop_by_hand(X, W1, b1, W2, b2, Y)
 rows = compare_table(grads, numeric)
 
@@ -732,4 +734,6 @@ plt.show()
 #   gradient, every node runs after all its users, the output is seeded with 1.
 # - A gradient check is itself numerics: centred differences, float64, $h \approx 10^{-5}$,
 #   relative error, and points away from kinks.
-# - From assignment 02 on, `course.gradcheck` provides the checker you just wrote.
+# - From assignment 02 on, `course.gradcheck.gradient_error` runs such a check for you: it
+#   says how far a gradient is from centred differences (it does not hand out the
+#   numerical gradient itself: that is graded here).

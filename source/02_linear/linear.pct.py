@@ -30,7 +30,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from course.data import digits, load_digits
-from course.gradcheck import numerical_gradient, rel_error
+from course.gradcheck import gradient_error, rel_error
 from course.notebook import show_source
 from course.plots import image_grid, loss_curve, sweep_heatmap, weight_images
 from course.training import accuracy, train_linear
@@ -143,10 +143,9 @@ def check_gradient(loss_fn):
     """dW of loss_fn against centred differences on the small problem, with and without reg."""
     for reg in (0.0, 0.1):
         _, dW = loss_fn(W_small, X_small, y_small, reg)
-        numeric = numerical_gradient(
-            lambda W, reg=reg: loss_fn(W, X_small, y_small, reg)[0], W_small.copy()
+        error = gradient_error(
+            lambda W, reg=reg: loss_fn(W, X_small, y_small, reg)[0], W_small.copy(), dW
         )
-        error = rel_error(dW, numeric)
         print(f"reg = {reg}: relative error of dW {error:.1e} (below 1e-7 is right)")
         assert error < 1e-7
 

@@ -34,7 +34,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from course.data import digits, spirals
-from course.gradcheck import numerical_gradient, rel_error
+from course.gradcheck import gradient_error, rel_error
 from course.notebook import show_source
 from course.plots import decision_regions, loss_curve
 from course.training import accuracy, fit
@@ -122,9 +122,9 @@ for name, value, grad in (("dx", x, dx), ("dw", w, dw), ("db", b, db)):
     def f(v, name=name):
         return affine_forward(**{**inputs, name[1:]: v})[0]
 
-    numeric = numerical_gradient(f, value.copy(), dout)
-    print(f"{name}: relative error {rel_error(grad, numeric):.1e}")
-    assert grad.shape == value.shape and rel_error(grad, numeric) < 1e-7
+    error = gradient_error(f, value.copy(), grad, dout)
+    print(f"{name}: relative error {error:.1e}")
+    assert grad.shape == value.shape and error < 1e-7
 
 # %% nbgrader={"grade": true, "grade_id": "affine_backward", "locked": true, "points": 3, "schema_version": 3, "solution": false}
 # Hidden check (3 points): dx, dw and db on hidden inputs, one of them 4-D, each against
@@ -174,10 +174,10 @@ x = rng.uniform(0.1, 1.0, (3, 4, 2)) * rng.choice([-1.0, 1.0], (3, 4, 2))
 dout = rng.standard_normal(x.shape)
 out, cache = relu_forward(x)
 dx = relu_backward(dout, cache)
-numeric = numerical_gradient(lambda v: relu_forward(v)[0], x.copy(), dout)
+error = gradient_error(lambda v: relu_forward(v)[0], x.copy(), dx, dout)
 print(f"relu: {np.mean(out == 0):.0%} of outputs are 0")
-print(f"relative error of dx: {rel_error(dx, numeric):.1e}")
-assert out.shape == x.shape and rel_error(dx, numeric) < 1e-9
+print(f"relative error of dx: {error:.1e}")
+assert out.shape == x.shape and error < 1e-9
 
 # %% nbgrader={"grade": true, "grade_id": "relu", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 # Hidden check (2 points): relu_forward and relu_backward on hidden 2-D and 3-D inputs.
@@ -259,9 +259,9 @@ print(
 scores, labels = rng.standard_normal((6, 4)), rng.integers(0, 4, 6)
 for name, loss_fn in (("softmax_loss", softmax_loss), ("svm_loss", svm_loss)):
     _, dx = loss_fn(scores, labels)
-    numeric = numerical_gradient(lambda s, f=loss_fn: f(s, labels)[0], scores.copy())
-    print(f"{name}: relative error of dx {rel_error(dx, numeric):.1e}")
-    assert rel_error(dx, numeric) < 1e-7
+    error = gradient_error(lambda s, f=loss_fn: f(s, labels)[0], scores.copy(), dx)
+    print(f"{name}: relative error of dx {error:.1e}")
+    assert error < 1e-7
 
 loss, dx = softmax_loss(np.array([[1000.0, 0.0, -1000.0]]), np.array([2]))
 print(f"softmax_loss at scores of 1000: loss {float(loss)!r} (2000 is right), dx {dx}")
@@ -380,7 +380,7 @@ for reg in (0.0, 0.7):
             net.params[name] = saved
             return value
 
-        error = rel_error(grads[name], numerical_gradient(f, small.params[name].copy()))
+        error = gradient_error(f, small.params[name].copy(), grads[name])
         print(f"reg = {reg}: {name} relative error {error:.1e}")
         assert error < 1e-6
 

@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 
 from course.data import digits
 from course.deepnet import layer_statistics
-from course.gradcheck import numerical_gradient, rel_error
+from course.gradcheck import gradient_error
 from course.plots import contour_paths, layer_histograms, loss_curve
 from course.training import accuracy, fit
 
@@ -321,7 +321,7 @@ for reg in (0.0, 0.5):
             net.params[name] = saved
             return value
 
-        worst = max(worst, rel_error(grads[name], numerical_gradient(f, small.params[name].copy())))
+        worst = max(worst, gradient_error(f, small.params[name].copy(), grads[name]))
     print(f"reg = {reg}: worst relative error over {len(grads)} gradients {worst:.1e}")
     assert worst < 1e-6
 
