@@ -235,6 +235,7 @@ def grade(
     Raises SandboxUnavailable, before grading anything, where no sandbox can start.
     """
     from course.grader import sandbox
+    from course.grader.parallel import regular_files
 
     if sandboxed and not scheduler:
         sandbox.check_available()  # a cluster's workers check their own
@@ -282,6 +283,8 @@ def grade(
         else:
             known[student] = digests[student]
         status.score, status.max_score = graded.get(student, (0.0, 0.0))
+        links = regular_files(root / "submitted" / student / assignment)[1]
+        status.problems += [printable(o) for o in links]  # said, never followed
     digests_path(root, assignment).parent.mkdir(parents=True, exist_ok=True)
     digests_path(root, assignment).write_text(json.dumps(known, indent=1, sort_keys=True))
     return [statuses[s] for s in sorted(statuses)]

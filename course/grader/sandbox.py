@@ -405,6 +405,6 @@ class SandboxedKernelManager(AsyncKernelManager):
             folder = getattr(self, "_sandbox_dir", None)
             if folder is not None:
                 printed = read_capped(folder / "kernel.log")
-                if printed.strip():
-                    sys.stderr.write(printed if printed.endswith("\n") else printed + "\n")
+                # Labelled line by line: what a kernel prints cannot pass for the grader's.
+                sys.stderr.writelines(f"kernel| {line}\n" for line in printed.splitlines())
                 shutil.rmtree(folder, ignore_errors=True)
