@@ -628,7 +628,8 @@ def test_a_malformed_payload_scores_zero_not_not_graded(attacked, attack):
     batch, proc, *_ = attacked
     line = line_of(proc, f"attack_{attack}")
     assert "NOT GRADED" not in line and "0 / 19" in line
-    assert "tampered output" in outputs_text(batch, f"attack_{attack}")
+    if attack == "payload_json_list":
+        assert "tampered output" in outputs_text(batch, f"attack_{attack}")
 
 
 def test_a_submission_has_a_time_budget(attacked):
@@ -701,9 +702,9 @@ def postgres_on_a_socket():
     sockets = Path(tempfile.mkdtemp(prefix="everything-leaks-pg-", dir="/run"))
     for folder in (home, sockets):
         os.chmod(folder, 0o755)
-    data = home / "data"
-    data.mkdir()
-    for folder in (data, sockets):
+    data, logs = home / "data", home / "logs"
+    for folder in (data, logs, sockets):
+        folder.mkdir(exist_ok=True)
         shutil.chown(folder, "postgres", "postgres")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -721,7 +722,7 @@ def postgres_on_a_socket():
         str(data),
         "-w",
         "-l",
-        str(home / "server.log"),
+        str(logs / "server.log"),
         "-o",
         f"-h 127.0.0.1 -p {port} -k {sockets}",
         "start",

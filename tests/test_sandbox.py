@@ -96,3 +96,21 @@ def test_unsandboxed_on_purpose_still_grades(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "WITHOUT the sandbox" in proc.stdout
     assert batch.scores()["someone"] == batch.max_scores()
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("autograde")
+def test_a_missing_reference_stops_the_run_naming_the_check(tmp_path):
+    """A grader fault is loud: exit status 2, the check named, nobody scored zero for it."""
+    import json
+
+    batch = Batch(tmp_path, "01_backprop", "backprop")
+    batch.submit("someone", batch.answered(trim=True))
+    path = batch.course.root / "references" / "01_backprop" / "backprop.json"
+    references = json.loads(path.read_text())
+    del references["value_ops"]
+    path.write_text(json.dumps(references))
+    proc = batch.course_grade("--workers", "1")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "the grader failed" in proc.stderr and "'value_ops'" in proc.stderr
+    assert "someone" not in batch.scores()  # not recorded as a zero
