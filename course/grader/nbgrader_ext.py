@@ -200,7 +200,7 @@ class GuardedExecute(PromptReplies, Execute):
     submission_timeout = Float(
         0,
         help="Seconds all the cells of one submission may run in total (0: ten cell "
-        "timeouts, or $COURSE_SUBMISSION_TIMEOUT).",
+        "timeouts and at least 300, or $COURSE_SUBMISSION_TIMEOUT).",
     ).tag(config=True)
     output_limit = Integer(
         16 * 2**20, help="Bytes of output (all messages) one submission may produce."
@@ -222,7 +222,7 @@ class GuardedExecute(PromptReplies, Execute):
             return self.submission_timeout
         if os.environ.get("COURSE_SUBMISSION_TIMEOUT"):
             return float(os.environ["COURSE_SUBMISSION_TIMEOUT"])
-        return 10.0 * float(self.timeout or 60)
+        return max(300.0, 10.0 * float(self.timeout or 60))
 
     def preprocess(self, nb, resources, retries=None):
         self._cut_off = None
