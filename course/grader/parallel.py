@@ -186,10 +186,11 @@ def _worker_config(root: Path):
 
 
 def grade_submission(job: dict, course: dict[str, bytes]) -> dict:
-    """On a worker: autograde one submission; return its autograded folder.
+    """On a worker: autograde one submission; return its graded notebooks.
 
-    Returns {"student", "files": {path: (bytes, mode)}, "log"}, or {"student", "error",
-    "log"} when nbgrader could not grade it.
+    Returns {"student", "files": {name: (bytes, mode)}, "log"}; {"student", "error", "log"}
+    when nbgrader could not grade it; {"student", "fault", "log"} when the grader itself
+    failed (course.grader.nbgrader_ext.GraderFault: the run must stop).
     """
     from nbgrader.converters import Autograde
     from nbgrader.coursedir import CourseDirectory
