@@ -41,6 +41,7 @@ def _references(args) -> int:
 
 def _grade(args) -> int:
     from course.grader import autograde
+    from course.grader.nbgrader_ext import GraderFault
     from course.grader.sandbox import SandboxUnavailable
 
     try:
@@ -53,6 +54,9 @@ def _grade(args) -> int:
         )
     except SandboxUnavailable as exc:
         print(f"course grade: nothing graded: {exc}", file=sys.stderr)
+        return 2
+    except GraderFault as exc:
+        print(f"course grade: the grader failed, not the students: {exc}", file=sys.stderr)
         return 2
     autograde.print_table(statuses)
     return 0 if all(s.graded and not s.problems for s in statuses) else 1

@@ -28,6 +28,7 @@ import logging
 import multiprocessing
 import os
 import shutil
+import stat
 import tempfile
 import threading
 import traceback
@@ -36,7 +37,9 @@ from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-PASSED_ENV = ("COURSE_CELL_TIMEOUT",)
+PASSED_ENV = ("COURSE_CELL_TIMEOUT", "COURSE_SUBMISSION_TIMEOUT")
+MAX_SUBMISSION_BYTES = 64 * 2**20  # what a submission's files may weigh, in all
+MAX_NOTEBOOK_BYTES = 32 * 2**20  # what a graded notebook read back may weigh
 
 
 # ---------------------------------------------------------------- what a task carries
@@ -58,13 +61,46 @@ def course_files(root: Path, assignment: str) -> dict[str, bytes]:
     return files
 
 
+def regular_files(folder: Path) -> tuple[list[Path], list[str]]:
+    """The regular files under folder, found without following any link; and, in words,
+    what else is there (links, devices, pipes): never read, never copied."""
+    files, others = [], []
+    for dirpath, dirnames, filenames in os.walk(folder):  # os.walk does not enter links
+        for name in sorted(dirnames + filenames):
+            path = Path(dirpath) / name
+            st = path.lstat()
+            rel = path.relative_to(folder).as_posix()
+            if stat.S_ISLNK(st.st_mode):
+                others.append(f"{rel!r} is a symbolic link: not followed")
+            elif not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+                others.append(f"{rel!r} is not a regular file: ignored")
+            elif stat.S_ISREG(st.st_mode):
+                files.append(path)
+    return sorted(files), others
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, never through a link, at most `limit` of them."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(f"{path.name} is larger than {limit // 2**20} MB")
+    return data
+
+
 def submission_files(root: Path, assignment: str, student: str) -> dict[str, bytes]:
+    """A submission's regular files (links and special files are left out: the preflight
+    reports them), at most MAX_SUBMISSION_BYTES in all."""
     folder = root / "submitted" / student / assignment
-    return {
-        p.relative_to(folder).as_posix(): p.read_bytes()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
+    files, left = {}, MAX_SUBMISSION_BYTES
+    for path in regular_files(folder)[0]:
+        data = read_regular(path, left)
+        left -= len(data)
+        files[path.relative_to(folder).as_posix()] = data
+    return files
 
 
 def make_job(root: Path, assignment: str, student: str, sandboxed: bool) -> dict:
@@ -157,16 +193,19 @@ def _worker_config(root: Path):
 
 
 def grade_submission(job: dict, course: dict[str, bytes]) -> dict:
-    """On a worker: autograde one submission; return its autograded folder.
+    """On a worker: autograde one submission; return its graded notebooks.
 
-    Returns {"student", "files": {path: (bytes, mode)}, "log"}, or {"student", "error",
-    "log"} when nbgrader could not grade it.
+    Returns {"student", "files": {name: (bytes, mode)}, "log"}; {"student", "error", "log"}
+    when nbgrader could not grade it; {"student", "fault", "log"} when the grader itself
+    failed (course.grader.nbgrader_ext.GraderFault: the run must stop).
     """
     from nbgrader.converters import Autograde
     from nbgrader.coursedir import CourseDirectory
     from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
     from nbgrader.utils import capture_log
     from sqlalchemy.exc import SAWarning
+
+    from course.grader.nbgrader_ext import FAULTS
 
     assignment, student = job["assignment"], job["student"]
     with _GRADING, warnings.catch_warnings():
@@ -177,6 +216,7 @@ def grade_submission(job: dict, course: dict[str, bytes]) -> dict:
             os.environ.pop(name, None)
         os.environ.update(job["env"])
         root = _prepared_course(course, assignment)
+        FAULTS.clear()
         submitted = root / "submitted" / student
         autograded = root / "autograded" / student
         try:
@@ -195,13 +235,17 @@ def grade_submission(job: dict, course: dict[str, bytes]) -> dict:
             app.force = True
             ran = capture_log(app)
             out = autograded / assignment
+            if FAULTS:
+                return {"student": student, "fault": FAULTS[0], "log": ran.get("log", "")}
             if not ran["success"] or not out.is_dir():
                 reason = f"nbgrader could not grade it: {_reason(ran)}"
                 return {"student": student, "error": reason, "log": ran.get("log", "")}
+            # Only the graded notebooks come back (nothing else the student made reaches
+            # autograded/ or feedback/), read without following links, capped.
             files = {
-                p.relative_to(out).as_posix(): (p.read_bytes(), p.stat().st_mode & 0o777)
-                for p in sorted(out.rglob("*"))
-                if p.is_file()
+                p.name: (read_regular(p, MAX_NOTEBOOK_BYTES), 0o444)
+                for p in sorted(out.iterdir())
+                if p.suffix == ".ipynb" and stat.S_ISREG(p.lstat().st_mode)
             }
             return {"student": student, "files": files, "log": ran.get("log", "")}
         finally:

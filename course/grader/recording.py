@@ -73,6 +73,8 @@ class Recorder:
         staging = dest.with_name(f".{self.assignment}.incoming")
         shutil.rmtree(staging, ignore_errors=True)
         for rel, (data, mode) in files.items():
+            if "/" in rel or rel.startswith(".") or not rel.endswith(".ipynb"):
+                raise ValueError(f"a worker returned {rel!r}: only graded notebooks are kept")
             path = staging / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
