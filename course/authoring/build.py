@@ -11,6 +11,8 @@ Every step is deterministic, so tests rebuild into a temporary folder and compar
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -21,9 +23,10 @@ from pathlib import Path
 import jupytext
 import nbformat
 
+from course.carry import from_sources, is_carry_cell, module_name
 from course.grader import judge, model, probe
 from course.grader.cells import grade_id_of_test_cell, nbgrader_meta, solution_cell_id
-from course.paths import tool_env
+from course.paths import course_root, tool_env
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 NBGRADER_KEYS = {"grade", "grade_id", "locked", "points", "schema_version", "solution"}
@@ -141,6 +144,14 @@ def nbgrader(
 def build_release(root: Path) -> None:
     """Regenerate release/ with nbgrader, without touching the gradebook."""
     for assignment in assignments(root):
+        # nbgrader copies the source folder's files over a submission at autograde: a
+        # carried module there would replace the learner's own (course.carry).
+        clash = sorted((root / "source" / assignment).glob(f"{module_name('*')}.py"))
+        if clash:
+            raise ValueError(
+                f"source/{assignment} holds {', '.join(p.name for p in clash)}: a learner's "
+                "carried code is never part of the source (see course/carry.py); delete it"
+            )
         target = root / "release" / assignment
         if target.exists():
             shutil.rmtree(target)
@@ -157,16 +168,19 @@ def solution_namespace(
     then a cell that raises is skipped, as a kernel goes on to the next cell.
     """
     code = [c for c in nb.cells if c.cell_type == "code"]
-    wanted = code[:1] + [c for c in code[1:] if solution_cell_id(c)]
+    wanted = code[:1] + [c for c in code[1:] if solution_cell_id(c) or is_carry_cell(c)]
     namespace: dict = {"__name__": "__solutions__"}
     os.environ.setdefault("MPLBACKEND", "Agg")
-    for cell in wanted:
-        source = (answers or {}).get(cell.metadata.get("nbgrader", {}).get("grade_id"), cell.source)
-        try:
-            exec(compile(source, f"<{origin}:{cell.id}>", "exec"), namespace)  # noqa: S102
-        except Exception:
-            if answers is None:  # the solutions themselves must run
-                raise
+    # Earlier assignments' functions come from their source solutions, in this process.
+    with from_sources(course_root()), contextlib.redirect_stdout(io.StringIO()):
+        for cell in wanted:
+            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+            source = (answers or {}).get(grade_id, cell.source)
+            try:
+                exec(compile(source, f"<{origin}:{cell.id}>", "exec"), namespace)  # noqa: S102
+            except Exception:
+                if answers is None:  # the solutions themselves must run
+                    raise
     return namespace
 
 

@@ -192,6 +192,12 @@ register(
         notebook=NOTEBOOK,
         points=4,
         probe=probe_fully_connected_net,
+        builds_on={
+            "affine_forward": "affine_forward",
+            "affine_backward": "affine_backward",
+            "relu": "relu_forward or relu_backward",
+            "softmax_loss": "softmax_loss",
+        },
         rules={
             "shapes": Rule("parameter shapes", rtol=0, hint="W_l (d_{l-1}, d_l), b_l (d_l,)."),
             # Weighted up: a construction key stands alone, a gradient has many siblings.

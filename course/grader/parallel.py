@@ -45,9 +45,20 @@ PASSED_ENV = ("COURSE_CELL_TIMEOUT",)
 def course_files(root: Path, assignment: str) -> dict[str, bytes]:
     """What a worker needs of the course directory to grade `assignment` (its release is
     made there, by GenerateAssignment)."""
+    from course.grader.model import checks_by_name
+
     files = {"nbgrader_config.py": (root / "nbgrader_config.py").read_bytes()}
-    for top in ("source", "references"):
-        folder = root / top / assignment
+    # A check that runs through code carried from an earlier assignment judges it too.
+    checks = checks_by_name()
+    earlier = {
+        checks[name].notebook.partition("/")[0]
+        for chk in checks.values()
+        if chk.notebook.startswith(f"{assignment}/")
+        for name in chk.builds_on
+    }
+    folders = [f"source/{assignment}", f"references/{assignment}"]
+    folders += [f"references/{a}" for a in sorted(earlier - {assignment})]
+    for folder in (root / f for f in folders):
         for path in sorted(folder.rglob("*")) if folder.exists() else []:
             if path.is_file() and "__pycache__" not in path.parts:
                 files[path.relative_to(root).as_posix()] = path.read_bytes()
