@@ -314,3 +314,52 @@ def test_course_check_exports_and_names_the_earlier_bug(tmp_path):
     assert proc.returncode == 1, proc.stderr
     assert (notebook.parent / f"{module_name(A03)}.py").exists()
     assert f"CAUSE your affine_backward from {A03} fails its own check there" in proc.stdout
+
+
+# ---------------------------------------------------------------- the grader's side
+
+
+def fcn_payload(affine_backward=None) -> dict:
+    """What 04's fully_connected_net grade cell emits, probed in this process on the
+    solutions, with `affine_backward` (carried from 03) replaced."""
+    from course.grader.model import encode, get_check
+    from course.grader.probe import probe
+
+    namespace = build.solution_namespace(read(ROOT / "source" / A04 / "optimisers.ipynb"), A04)
+    if affine_backward is not None:
+        namespace["affine_backward"] = affine_backward
+    chk = get_check("fully_connected_net")
+
+    def encoded(check):
+        return {k: encode(v) for k, v in probe(check, namespace).items()}
+
+    carried = {earlier: encoded(get_check(earlier)) for earlier in chk.builds_on}
+    return {"check": chk.name, "outputs": encoded(chk), "carried": carried}
+
+
+def doubled_dw(dout, cache):
+    x, w, _ = cache
+    flat = x.reshape(x.shape[0], -1)
+    return (dout @ w.T).reshape(x.shape), 2 * flat.T @ dout, dout.sum(axis=0)
+
+
+def test_a_failure_caused_by_carried_code_names_the_function_and_its_assignment():
+    from course.grader.judge import verdict
+
+    points, text = verdict("fully_connected_net", fcn_payload(doubled_dw))
+    assert points < 4
+    assert text.splitlines()[1].startswith(
+        f"  CAUSE your affine_backward from {A03} fails its own check there (affine_backward: "
+    )
+    assert sum("CAUSE" in line for line in text.splitlines()) == 1
+    assert verdict("fully_connected_net", fcn_payload())[0] == 4
+
+
+@pytest.mark.parametrize("forged", ["junk", {"relu": {"dx:x": {"array": "no"}}}, {"relu": 3}])
+def test_forged_carried_outputs_lose_only_the_explanation(forged):
+    from course.grader.judge import verdict
+
+    payload = fcn_payload(doubled_dw)
+    honest = verdict("fully_connected_net", payload)[0]
+    points, text = verdict("fully_connected_net", {**payload, "carried": forged})
+    assert points == honest

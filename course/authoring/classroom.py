@@ -70,6 +70,28 @@ def fill(release_nb: nbformat.NotebookNode, answers: dict[str, str], trim: bool 
     return nb
 
 
+def carried_modules(root: Path, assignment: str) -> dict[str, str]:
+    """{my_<a>.py: text} for each earlier assignment a that `assignment`'s source notebook
+    carries (course.carry), as a learner who did a like its solutions would submit them.
+
+    For tests and benchmarks only: a real submission carries the learner's own code.
+    """
+    from course.carry import carried_assignments, code_of, module_name, module_text, notebook_of
+
+    source = notebook_of(root / "source" / assignment)
+    todo = carried_assignments(code_of(nbformat.read(source, as_version=4))) if source else []
+    modules: dict[str, str] = {}
+    while todo:
+        earlier = todo.pop(0)
+        name = f"{module_name(earlier)}.py"
+        if name in modules:
+            continue
+        nb = nbformat.read(notebook_of(root / "source" / earlier), as_version=4)
+        modules[name] = module_text(nb, f"source/{earlier} (as a learner who solved it)")
+        todo += carried_assignments(modules[name])
+    return modules
+
+
 def mutate(code: str, old: str, new: str) -> str:
     """Replace `old` by `new` in `code`; `old` must occur exactly once, or the mutant is void."""
     count = code.count(old)

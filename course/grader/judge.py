@@ -173,7 +173,12 @@ def verdict_with_pictures(
     results = judge(chk, outputs, reference)
     points = score(chk, results)
     text = report(chk, results, points)
-    causes = carried_causes(chk, payload.get("carried")) if points < chk.points else []
+    causes = []
+    if points < chk.points:
+        try:
+            causes = carried_causes(chk, payload.get("carried"))
+        except Exception:  # noqa: BLE001 (forged carried outputs lose only the explanation)
+            causes = []
     if causes:
         head, _, rest = text.partition("\n")
         text = "\n".join([head, *causes, *([rest] if rest else [])])
@@ -189,7 +194,7 @@ def carried_causes(chk: Check, carried: dict | None) -> list[str]:
     """One line per function carried from an earlier assignment that fails its own check
     there (or one line for an earlier assignment whose code is missing): the likely cause
     of this check's failures (course.carry)."""
-    if carried is None:  # judged in process (course.authoring.classroom): nothing carried
+    if not isinstance(carried, dict):  # judged in process (classroom): nothing carried
         return []
     lines, missing = [], set()
     for earlier, functions in chk.builds_on.items():
