@@ -47,7 +47,7 @@ from course.training import accuracy, fit
 # hidden check of this notebook that fails because of one of them says so by name. Fixed
 # something in 03? Save that notebook, then re-run this cell.
 
-# %%
+# %% nbgrader={"grade": false, "grade_id": "carried_from_03", "locked": true, "schema_version": 3, "solution": false}
 # Your functions from 03 (work/03_multilayer). Fixed one there? Save 03, then re-run this cell.
 affine_forward, affine_backward, relu_forward, relu_backward, softmax_loss, sgd = carry(
     "03_multilayer", "affine_forward affine_backward relu_forward relu_backward softmax_loss sgd"
