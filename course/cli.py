@@ -3,6 +3,7 @@
 course build        text sources -> source notebooks, release/, references/
 course references   only recompute references/ from the source solutions
 course grade A      autograde every submission of assignment A; report problems
+course export       carry your exported cells of work/ into the later assignments' folders
 course demo         the instructor's pipeline on bundled demo students, in a scratch copy
 course bench        notebook and autograding timings
 """
@@ -73,6 +74,23 @@ def _check(args) -> int:
         return 2
 
 
+def _export(args) -> int:
+    from course.carry import export
+
+    root = course_root()
+    work = Path(args.work) if args.work else root / "work"
+    if not work.is_dir():
+        print(f"course export: no folder {work}: run `make lab` first", file=sys.stderr)
+        return 2
+    if args.assignment and not (work / args.assignment).is_dir():
+        print(f"course export: no assignment folder {work / args.assignment}", file=sys.stderr)
+        return 2
+    written = export(root, only=args.assignment, work=work)
+    if not written:
+        print("course export: every carried module is up to date")
+    return 0
+
+
 def _demo(args) -> int:
     from course.authoring import demo
 
@@ -125,6 +143,18 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run the kernel without the sandbox (where bubblewrap is missing)",
     )
+    export = commands.add_parser(
+        "export",
+        help="write your `#| export` cells of work/<a>/ into my_<a>.py of each later assignment",
+    )
+    export.add_argument(
+        "assignment", nargs="?", help="only into this assignment's folder, e.g. 04_optimisers"
+    )
+    export.add_argument(
+        "--work",
+        metavar="DIR",
+        help="the folder holding your assignment folders (default: work/ of the course)",
+    )
     demo = commands.add_parser("demo", help="autograde bundled demo students; print the grades")
     demo.add_argument("--keep", action="store_true", help="keep the scratch course directory")
     bench = commands.add_parser(
@@ -148,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         "references": _references,
         "grade": _grade,
         "check": _check,
+        "export": _export,
         "demo": _demo,
         "bench": _bench,
     }

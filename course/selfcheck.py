@@ -1,11 +1,13 @@
 """`course check <notebook>`: grade one notebook locally, exactly as the instructor would.
 
-The notebook is submitted to a scratch copy of the course and graded by the same
-`course grade` path (real `nbgrader autograde`, every kernel sandboxed, verdicts decided
-outside the kernel). Prints a table per exercise: points, pass or fail, and for a failure
-what is wrong and the likely mistake (never an expected value). Writes the HTML feedback
-next to the notebook (`<name>.feedback.html`) and the results (`<name>.check.json`, read by
-the start page). Exits 0 only when every exercise earned full marks.
+The notebook, with the learner's code carried from earlier assignments (course.carry, exported
+again first when the notebook is in work/), is submitted to a scratch copy of the course
+and graded by the same `course grade` path (real `nbgrader autograde`, every kernel
+sandboxed, verdicts decided outside the kernel). Prints a table per exercise: points, pass
+or fail, and for a failure what is wrong and the likely mistake (never an expected value).
+Writes the HTML feedback next to the notebook (`<name>.feedback.html`) and the results
+(`<name>.check.json`, read by the start page). Exits 0 only when every exercise earned full
+marks.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import nbformat
 from tqdm import tqdm
 
 from course.authoring.classroom import ScratchCourse
+from course.carry import export, module_name
 from course.grader import autograde
 from course.grader.cells import grade_id_of_test_cell, nbgrader_meta
 from course.paths import course_root
@@ -114,6 +117,10 @@ def check(notebook: Path, sandboxed: bool = True) -> int:
         with (course.root / "nbgrader_config.py").open("a") as config:
             config.write("\nc.SeedHiddenChecks.public = True  # course check\n")
         course.submit(STUDENT, assignment, {f"{name}.ipynb": notebook.read_bytes()})
+        if notebook.parent.parent == root / "work":
+            export(root, only=assignment, quiet=True)  # your latest earlier code
+        carried = {p.name: p.read_bytes() for p in notebook.parent.glob(f"{module_name('*')}.py")}
+        course.submit(STUDENT, assignment, {f"{name}.ipynb": notebook.read_bytes(), **carried})
         stages.update(1)
         stages.set_postfix_str("grading (nbgrader autograde, sandboxed)")
         [status] = autograde.grade(

@@ -15,6 +15,7 @@ from pathlib import Path
 import nbformat
 
 from course import checks
+from course.carry import export
 from course.paths import course_root
 
 INTRO = """\
@@ -87,7 +88,8 @@ def write_start_page(root: Path) -> Path:
 
 
 def prepare(root: Path) -> list[str]:
-    """Copy each released assignment that work/ lacks; (re)write the start page."""
+    """Copy each released assignment that work/ lacks; (re)write the start page; carry the
+    learner's exported code forward (`course export`)."""
     work = root / "work"
     work.mkdir(exist_ok=True)
     copied = []
@@ -97,6 +99,7 @@ def prepare(root: Path) -> list[str]:
             shutil.copytree(assignment, target)
             copied.append(assignment.name)
     write_start_page(root)  # the course's page, not the learner's: regenerated each time
+    export(root)  # each later assignment gets the learner's own earlier code (course.carry)
     return copied
 
 

@@ -10,7 +10,13 @@ from pathlib import Path
 
 import nbformat
 
-from course.authoring.classroom import ScratchCourse, fill, mutate, solution_sources
+from course.authoring.classroom import (
+    ScratchCourse,
+    carried_modules,
+    fill,
+    mutate,
+    solution_sources,
+)
 from course.paths import tool_env
 
 
@@ -36,8 +42,11 @@ class Batch:
         return self.answered({cell: code}, trim=trim)
 
     def submit(self, student: str, nb_or_files) -> Path:
+        """A notebook is submitted with the earlier code it carries (course.carry), as a
+        learner who solved those assignments would; a dict of files is submitted as is."""
         if isinstance(nb_or_files, nbformat.NotebookNode):
-            nb_or_files = {self.filename: nb_or_files}
+            carried = carried_modules(self.course.root, self.assignment)
+            nb_or_files = {self.filename: nb_or_files, **carried}
         return self.course.submit(student, self.assignment, nb_or_files)
 
     def grade(self, cell_timeout: int | None = None):

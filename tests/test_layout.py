@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "course"
 LAYERS = [
     # 0: learners import these in notebooks (and `paths`, where the course is).
     {"course", "course.gradcheck", "course.data", "course.plots", "course.training",
-     "course.mlp", "course.deepnet", "course.notebook", "course.paths"},
+     "course.mlp", "course.deepnet", "course.notebook", "course.paths", "course.carry"},
     # 1: the grader core and the hidden checks.
     {"course.grading", "course.grader", "course.grader.model", "course.grader.probe",
      "course.grader.cells", "course.grader.sources",

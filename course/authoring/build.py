@@ -19,6 +19,7 @@ from pathlib import Path
 
 import nbformat
 
+from course.carry import module_name
 from course.grader import judge, model
 from course.grader.cells import grade_id_of_test_cell, nbgrader_meta
 from course.grader.sources import (  # noqa: F401 (build's public names, defined there)
@@ -95,6 +96,14 @@ def nbgrader(
 def build_release(root: Path) -> None:
     """Regenerate release/ with nbgrader, without touching the gradebook."""
     for assignment in assignments(root):
+        # nbgrader copies the source folder's files over a submission at autograde: a
+        # carried module there would replace the learner's own (course.carry).
+        clash = sorted((root / "source" / assignment).glob(f"{module_name('*')}.py"))
+        if clash:
+            raise ValueError(
+                f"source/{assignment} holds {', '.join(p.name for p in clash)}: a learner's "
+                "carried code is never part of the source (see course/carry.py); delete it"
+            )
         target = root / "release" / assignment
         if target.exists():
             shutil.rmtree(target)

@@ -18,6 +18,7 @@ from pathlib import Path
 import nbformat
 
 from course.authoring.build import nbgrader
+from course.carry import is_carry_cell
 from course.grader.cells import grade_id_of_test_cell, nbgrader_meta, solution_cell_id
 from course.paths import course_root, gradebook_url, tool_env
 
@@ -43,7 +44,8 @@ def fill(release_nb: nbformat.NotebookNode, answers: dict[str, str], trim: bool 
     """A copy of a released notebook with solution cells answered.
 
     answers: {grade id: code}; cells not named keep the release's stub.
-    trim: keep only the first code cell (imports), solution cells and grade cells; the
+    trim: keep only the first code cell (imports), carry cells (course.carry), solution cells
+    and grade cells; the
     hidden checks depend on nothing else, so a mutant need not pay for the plots.
     """
     nb = copy.deepcopy(release_nb)
@@ -56,10 +58,38 @@ def fill(release_nb: nbformat.NotebookNode, answers: dict[str, str], trim: bool 
         meta = nbgrader_meta(cell)
         if meta.get("grade_id") in answers:
             cell.source = answers[meta["grade_id"]]
-        if not trim or cell is first_code or meta.get("solution") or meta.get("grade"):
+        if (
+            not trim
+            or cell is first_code
+            or meta.get("solution")
+            or meta.get("grade")
+            or is_carry_cell(cell)
+        ):
             kept.append(cell)
     nb.cells = kept
     return nb
+
+
+def carried_modules(root: Path, assignment: str) -> dict[str, str]:
+    """{my_<a>.py: text} for each earlier assignment a that `assignment`'s source notebook
+    carries (course.carry), as a learner who did a like its solutions would submit them.
+
+    For tests and benchmarks only: a real submission carries the learner's own code.
+    """
+    from course.carry import carried_assignments, code_of, module_name, module_text, notebook_of
+
+    source = notebook_of(root / "source" / assignment)
+    todo = carried_assignments(code_of(nbformat.read(source, as_version=4))) if source else []
+    modules: dict[str, str] = {}
+    while todo:
+        earlier = todo.pop(0)
+        name = f"{module_name(earlier)}.py"
+        if name in modules:
+            continue
+        nb = nbformat.read(notebook_of(root / "source" / earlier), as_version=4)
+        modules[name] = module_text(nb, f"source/{earlier} (as a learner who solved it)")
+        todo += carried_assignments(modules[name])
+    return modules
 
 
 def mutate(code: str, old: str, new: str) -> str:

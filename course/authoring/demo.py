@@ -3,7 +3,9 @@
 In a scratch copy of the course: generate the assignment (gradebook), release it to a
 private exchange; each student fetches it, answers (the reference solution, nothing, or
 one of two classic bugs) and submits; the instructor collects, autogrades, generates
-feedback and exports grades. Every step is the real nbgrader command.
+feedback and exports grades. Every step is the real nbgrader command. Then a fifth student
+shows code carried forward (course.carry): a bug in his 03 is named in 04's feedback, and
+fixing 03 fixes 04.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from course.grader import autograde
 from course.paths import gradebook_url
 
 ASSIGNMENT, NOTEBOOK = "01_backprop", "backprop"
+CARRY_FROM, CARRY_TO = "03_multilayer", "04_optimisers"  # code carried forward (course.carry)
 
 
 def demo_answers(solutions: dict[str, str]) -> dict[str, dict[str, str] | None]:
@@ -108,8 +111,64 @@ def run(scratch: Path) -> int:
     step("what the feedback tells carl and dora (first failure of each check)")
     for student in ("carl", "dora"):
         print_failures(course.root / "autograded" / student / ASSIGNMENT / f"{NOTEBOOK}.ipynb")
+    carried_forward(course, scratch, nbgrader)
     print(f"\ndemo finished in {time.perf_counter() - start:.0f} s")
     return 0
+
+
+def carried_forward(course: ScratchCourse, scratch: Path, nbgrader) -> None:
+    """emil's 03 has a bug in affine_backward; 04 imports his 03 code (course.carry) and its
+    feedback names the bug; he fixes 03, exports again, resubmits, and 04 is right."""
+    step(f"student emil: {CARRY_FROM} with a bug in affine_backward, then {CARRY_TO}")
+    course.register(CARRY_TO)
+    for assignment in (CARRY_FROM, CARRY_TO):
+        nbgrader("release_assignment", assignment, "--force", cwd=course.root)
+    home = scratch / "home" / "emil"
+    home.mkdir(parents=True)
+    answers = {
+        CARRY_FROM: solution_sources(course.source_notebook(CARRY_FROM, "multilayer")),
+        CARRY_TO: solution_sources(course.source_notebook(CARRY_TO, "optimisers")),
+    }
+    correct = answers[CARRY_FROM]["affine_backward_solution"]
+    answers[CARRY_FROM]["affine_backward_solution"] = mutate(correct, "dw = x", "dw = 2 * x")
+    for assignment, name in ((CARRY_FROM, "multilayer"), (CARRY_TO, "optimisers")):
+        nbgrader("fetch_assignment", assignment, cwd=home)
+        path = home / assignment / f"{name}.ipynb"
+        # 04 trimmed to its graded cells (and the carry cell), to keep the demo short
+        answered = fill(nbformat.read(path, as_version=4), answers[assignment], trim=True)
+        nbformat.write(answered, path)
+
+    def submit_and_grade(label: str) -> None:
+        course_cli("export", "--work", str(home), cwd=home, env=course.env)
+        nbgrader("submit", CARRY_TO, "--student=emil", cwd=home)
+        nbgrader("collect", CARRY_TO, "--update", cwd=course.root)
+        [status] = autograde.grade(course.root, CARRY_TO, log=lambda _: None)
+        graded = course.root / "autograded" / "emil" / CARRY_TO / "optimisers.ipynb"
+        print(f"{label}: {status.score:g} / {status.max_score:g} points in {CARRY_TO}")
+        for cell in nbformat.read(graded, as_version=4).cells:
+            if cell.metadata.get("nbgrader", {}).get("grade_id") == "fully_connected_net":
+                text = "".join(o.get("text", "") for o in cell.outputs)
+                print("\n".join(line for line in text.splitlines()[:3]))
+
+    submit_and_grade("emil, 03 with the bug")
+    step("emil fixes affine_backward in 03, exports, resubmits 04")
+    path = home / CARRY_FROM / "multilayer.ipynb"
+    fixed = fill(nbformat.read(path, as_version=4), {"affine_backward_solution": correct})
+    nbformat.write(fixed, path)
+    submit_and_grade("emil, 03 fixed")
+
+
+def course_cli(*args: str, cwd: Path, env: dict) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "course.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"course {args[0]} failed:\n{proc.stderr[-3000:]}")
+    print(proc.stdout.strip())
 
 
 def print_cell_table(root: Path) -> None:

@@ -225,6 +225,12 @@ register(
         notebook=NOTEBOOK,
         points=4,
         probe=probe_fully_connected_net,
+        builds_on={
+            "affine_forward": "affine_forward",
+            "affine_backward": "affine_backward",
+            "relu": "relu_forward or relu_backward",
+            "softmax_loss": "softmax_loss",
+        },
         rules={
             "shapes": Rule(
                 "parameter shapes of W1, b1, ..., W3, b3",

@@ -199,9 +199,52 @@ def verdict_with_pictures(
     reference = load_reference(chk) if reference is None else reference
     results = judge(chk, outputs, reference)
     points = score(chk, results)
+    text = report(chk, results, points)
+    causes = []
+    if points < chk.points:
+        try:
+            causes = carried_causes(chk, payload.get("carried"))
+        except Exception:  # noqa: BLE001 (forged carried outputs lose only the explanation)
+            causes = []
+    if causes:
+        head, _, rest = text.partition("\n")
+        text = "\n".join([head, *causes, *([rest] if rest else [])])
     pngs = []
     if pictures:
         from course.grader.figures import pictures as draw
 
         pngs = draw(chk, outputs, reference, results)
-    return float(points), report(chk, results, points), pngs
+    return float(points), text, pngs
+
+
+def carried_causes(chk: Check, carried: dict | None) -> list[str]:
+    """One line per function carried from an earlier assignment that fails its own check
+    there (or one line for an earlier assignment whose code is missing): the likely cause
+    of this check's failures (course.carry)."""
+    if not isinstance(carried, dict):  # judged in process (classroom): nothing carried
+        return []
+    lines, missing = [], set()
+    for earlier, functions in chk.builds_on.items():
+        earlier_check = get_check(earlier)
+        assignment = earlier_check.notebook.partition("/")[0]
+        fix = f"fix it in {assignment}, save, then re-run this notebook's import cell"
+        decoded = {k: decode(v) for k, v in ((carried or {}).get(earlier) or {}).items()}
+        results = judge(earlier_check, decoded, load_reference(earlier_check))
+        failed = [r.message for r in results if not r.passed]
+        if not failed:
+            continue
+        if any("CarriedCodeMissing" in m for m in failed):
+            if assignment not in missing:
+                missing.add(assignment)
+                lines.append(
+                    f"  CAUSE your code from {assignment} is missing from this submission: "
+                    f"do {assignment}, then re-run this notebook's import cell "
+                    "(or `course export`)."
+                )
+            continue
+        why = failed[0].partition(" Likely mistake:")[0].rstrip(".")
+        lines.append(
+            f"  CAUSE your {functions} from {assignment} fails its own check there "
+            f"({earlier}: {why}); {fix}."
+        )
+    return lines

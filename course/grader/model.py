@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -80,6 +80,10 @@ class Check:
     # probe(student, rng, outputs): call the student's code, record into `outputs`.
     probe: Callable[[Student, np.random.Generator, Outputs], None]
     rules: dict[str, Rule]
+    # {earlier check: the functions it grades}: code carried forward from an earlier
+    # assignment (course.carry) that this check runs through; the kernel probes those
+    # too, so that a failure caused by one of them names it and its assignment.
+    builds_on: dict[str, str] = field(default_factory=dict)
 
     def seed(self) -> int:
         """The public seed: inputs of `course check` and of the committed references/.

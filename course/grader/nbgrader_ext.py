@@ -14,8 +14,12 @@ from __future__ import annotations
 import base64
 import json
 import math
+import os
 import re
+import stat
+import tempfile
 import time
+from pathlib import Path
 
 from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -197,6 +201,35 @@ def data_files(config, assignment: str | None) -> dict:
     return found
 
 
+CARRIED_MAX_BYTES = 2**20  # a learner's carried module is a few kB of their own code
+
+
+def carried_files(folder: str | None, scratch: Path) -> dict:
+    """{name: path} of the learner's own carried modules (course.carry: `my_<assignment>.py`)
+    submitted beside the notebook: regular files only (read without following links),
+    copied into the grader's `scratch` folder, so the kernel reads a copy the grader made."""
+    from course.carry import module_name
+
+    found = {}
+    if not folder or not os.path.isdir(folder):
+        return found
+    for path in sorted(Path(folder).glob(f"{module_name('*')}.py")):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue  # a link or a special file: not the learner's code
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                continue
+            data = handle.read(CARRIED_MAX_BYTES + 1)
+        if len(data) > CARRIED_MAX_BYTES:
+            continue
+        copy = scratch / path.name
+        copy.write_bytes(data)
+        found[path.name] = str(copy)
+    return found
+
+
 class GuardedExecute(PromptReplies, Execute):
     """nbgrader's Execute, with each kernel in the sandbox (course.grader.sandbox), budgets
     per submission (total time, output bytes), and a kernel that dies, ignores the
@@ -247,6 +280,10 @@ class GuardedExecute(PromptReplies, Execute):
             if self.sandbox
             else {}
         )
+        if self.sandbox:  # the learner's carried earlier code, as a copy the grader made
+            self._carried_scratch = tempfile.TemporaryDirectory(prefix="course-carried-")
+            folder = resources.get("metadata", {}).get("path")
+            self._data.update(carried_files(folder, Path(self._carried_scratch.name)))
         return super().preprocess(nb, resources)
 
     def create_kernel_manager(self):

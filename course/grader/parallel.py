@@ -47,15 +47,26 @@ MAX_NOTEBOOK_BYTES = 32 * 2**20  # what a graded notebook read back may weigh
 
 def course_files(root: Path, assignment: str) -> dict[str, bytes]:
     """What a worker needs of the course directory to grade `assignment` (its release is
-    made there, by GenerateAssignment), and the run's seeds and references, computed here
-    from the course's secret (course.grader.inputs): a worker never holds the secret."""
+    made there, by GenerateAssignment), the run's seeds and references, computed here
+    from the course's secret (course.grader.inputs): a worker never holds the secret; and
+    the committed references of the earlier assignments whose carried code the checks run
+    through (they only explain a failure, course.carry, and award nothing)."""
     from course.grader import inputs
+    from course.grader.model import checks_by_name
 
     files = {"nbgrader_config.py": (root / "nbgrader_config.py").read_bytes()}
-    folder = root / "source" / assignment
-    for path in sorted(folder.rglob("*")) if folder.exists() else []:
-        if path.is_file() and "__pycache__" not in path.parts:
-            files[path.relative_to(root).as_posix()] = path.read_bytes()
+    checks = checks_by_name()
+    earlier = {
+        checks[name].notebook.partition("/")[0]
+        for chk in checks.values()
+        if chk.notebook.startswith(f"{assignment}/")
+        for name in chk.builds_on
+    }
+    folders = [f"source/{assignment}"] + [f"references/{a}" for a in sorted(earlier - {assignment})]
+    for folder in (root / f for f in folders):
+        for path in sorted(folder.rglob("*")) if folder.exists() else []:
+            if path.is_file() and "__pycache__" not in path.parts:
+                files[path.relative_to(root).as_posix()] = path.read_bytes()
     public = bool(load_config(root).SeedHiddenChecks.get("public", False))
     files[inputs.SHIPPED] = inputs.for_run(root, assignment, public).to_json().encode()
     return files

@@ -143,6 +143,11 @@ def check(name: str, namespace: dict) -> float:
     chk = get_check(name)
     outputs = probe(chk, namespace, _SEEDS.get(name))
     payload = {"check": name, "outputs": {k: encode(v) for k, v in outputs.items()}}
+    if chk.builds_on:  # the carried functions this check runs through, probed on their own
+        payload["carried"] = {
+            earlier: {k: encode(v) for k, v in probe(get_check(earlier), namespace).items()}
+            for earlier in chk.builds_on
+        }
     summary = f"{name}: {len(outputs)} results recorded; the grader judges them (0 until then)."
     display({PROBE_MIME: payload, "text/plain": summary}, raw=True)
     return 0.0

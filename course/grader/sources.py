@@ -9,14 +9,18 @@ this module computes.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 from pathlib import Path
 
 import jupytext
 import nbformat
 
+from course.carry import from_sources, is_carry_cell
 from course.grader import judge, model, probe
 from course.grader.cells import solution_cell_id
+from course.paths import course_root
 
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 NBGRADER_KEYS = {"grade", "grade_id", "locked", "points", "schema_version", "solution"}
@@ -86,16 +90,19 @@ def solution_namespace(
     then a cell that raises is skipped, as a kernel goes on to the next cell.
     """
     code = [c for c in nb.cells if c.cell_type == "code"]
-    wanted = code[:1] + [c for c in code[1:] if solution_cell_id(c)]
+    wanted = code[:1] + [c for c in code[1:] if solution_cell_id(c) or is_carry_cell(c)]
     namespace: dict = {"__name__": "__solutions__"}
     os.environ.setdefault("MPLBACKEND", "Agg")
-    for cell in wanted:
-        source = (answers or {}).get(cell.metadata.get("nbgrader", {}).get("grade_id"), cell.source)
-        try:
-            exec(compile(source, f"<{origin}:{cell.id}>", "exec"), namespace)  # noqa: S102
-        except Exception:
-            if answers is None:  # the solutions themselves must run
-                raise
+    # Earlier assignments' functions come from their source solutions, in this process.
+    with from_sources(course_root()), contextlib.redirect_stdout(io.StringIO()):
+        for cell in wanted:
+            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+            source = (answers or {}).get(grade_id, cell.source)
+            try:
+                exec(compile(source, f"<{origin}:{cell.id}>", "exec"), namespace)  # noqa: S102
+            except Exception:
+                if answers is None:  # the solutions themselves must run
+                    raise
     return namespace
 
 

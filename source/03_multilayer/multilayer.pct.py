@@ -51,6 +51,7 @@ from course.training import accuracy, fit
 
 
 # %% nbgrader={"grade": false, "grade_id": "affine_forward_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
 def affine_forward(x, w, b):
     """x: (N, d_1, ..., d_k); w: (D, M) with D = d_1 * ... * d_k; b: (M,).
 
@@ -94,6 +95,7 @@ check("affine_forward", globals())
 
 
 # %% nbgrader={"grade": false, "grade_id": "affine_backward_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
 def affine_backward(dout, cache):
     """dout: (N, M); cache: from affine_forward. Returns (dx, dw, db), shaped like x, w, b."""
     ### BEGIN SOLUTION
@@ -146,6 +148,7 @@ check("affine_backward", globals())
 
 
 # %% nbgrader={"grade": false, "grade_id": "relu_forward_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
 def relu_forward(x):
     """x: any shape. Returns (out, cache), out shaped like x."""
     ### BEGIN SOLUTION
@@ -156,6 +159,7 @@ def relu_forward(x):
 
 
 # %% nbgrader={"grade": false, "grade_id": "relu_backward_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
 def relu_backward(dout, cache):
     """dout: shaped like relu_forward's output. Returns dx, shaped like x."""
     ### BEGIN SOLUTION
@@ -202,6 +206,7 @@ check("relu", globals())
 
 
 # %% nbgrader={"grade": false, "grade_id": "softmax_loss_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
 def softmax_loss(x, y):
     """x: (N, C) scores; y: (N,) labels in [0, C).
 
@@ -221,6 +226,7 @@ def softmax_loss(x, y):
 
 
 # %% nbgrader={"grade": false, "grade_id": "svm_loss_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
 def svm_loss(x, y):
     """x: (N, C) scores; y: (N,) labels in [0, C).
 
@@ -407,6 +413,7 @@ check("two_layer_net", globals())
 
 
 # %% nbgrader={"grade": false, "grade_id": "sgd_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
 def sgd(w, dw, config=None):
     """One step of stochastic gradient descent. Returns (next_w, config)."""
     if config is None:
