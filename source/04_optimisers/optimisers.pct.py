@@ -32,6 +32,7 @@ from tqdm.auto import tqdm
 from course.data import digits
 from course.deepnet import layer_statistics
 from course.gradcheck import numerical_gradient, rel_error
+from course.notebook import check_it
 from course.plots import contour_paths, layer_histograms, loss_curve
 from course.training import accuracy, fit
 
@@ -119,15 +120,18 @@ def weight_init(fan_in, fan_out, scheme, rng):
 # giving the same matrix.
 
 # %%
-for scheme, std in (("xavier", np.sqrt(1 / 400)), ("he", np.sqrt(2 / 400)), (0.05, 0.05)):
-    W = weight_init(400, 300, scheme, np.random.default_rng(0))
-    print(f"{scheme!s:>7}: shape {W.shape}, std {W.std():.4f} (expect {std:.4f})")
-    assert W.shape == (400, 300) and abs(W.std() / std - 1) < 0.02
-same = (
-    weight_init(5, 4, "he", np.random.default_rng(7)),
-    weight_init(5, 4, "he", np.random.default_rng(7)),
-)
-assert np.array_equal(*same), "the same generator state must give the same weights"
+with check_it("Exercise 1.1"):
+    for scheme, std in (("xavier", np.sqrt(1 / 400)), ("he", np.sqrt(2 / 400)), (0.05, 0.05)):
+        W = weight_init(400, 300, scheme, np.random.default_rng(0))
+        print(f"{scheme!s:>7}: shape {W.shape}, std {W.std():.4f} (expect {std:.4f})")
+        assert W.shape == (400, 300), f"shape {W.shape}, not (400, 300)"
+        assert abs(W.std() / std - 1) < 0.02, f"{scheme}: wrong standard deviation"
+    same = (
+        weight_init(5, 4, "he", np.random.default_rng(7)),
+        weight_init(5, 4, "he", np.random.default_rng(7)),
+    )
+    assert np.array_equal(*same), "the same generator state must give the same weights"
+
 
 # %% nbgrader={"grade": true, "grade_id": "weight_init", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 # Hidden check (2 points): shapes, and the statistics of large draws for each scheme (mean,
@@ -297,33 +301,42 @@ class FullyConnectedNet:
 # with three hidden layers of different widths.
 
 # %%
-net = FullyConnectedNet([50, 40], 64, 10, weight_scale=1e-3, seed=0)
-X_check = np.random.default_rng(1).standard_normal((30, 64))
-y_check = np.random.default_rng(2).integers(0, 10, 30)
-print(f"loss at initialisation {net.loss(X_check, y_check)[0]:.4f} (log 10 = {np.log(10):.4f})")
-print("dtype of the parameters:", {p.dtype for p in net.params.values()})
-for bad in ({"normalization": "batchnorm"}, {"dropout_keep_ratio": 0.5}):
-    try:
-        FullyConnectedNet([10], 64, 10, **bad)
-    except NotImplementedError as error:
-        print("refused:", error)
+with check_it("Exercise 2.1"):
+    net = FullyConnectedNet([50, 40], 64, 10, weight_scale=1e-3, seed=0)
+    X_check = np.random.default_rng(1).standard_normal((30, 64))
+    y_check = np.random.default_rng(2).integers(0, 10, 30)
+    print(f"loss at initialisation {net.loss(X_check, y_check)[0]:.4f} (log 10 = {np.log(10):.4f})")
+    print("dtype of the parameters:", {p.dtype for p in net.params.values()})
+    for bad in ({"normalization": "batchnorm"}, {"dropout_keep_ratio": 0.5}):
+        try:
+            FullyConnectedNet([10], 64, 10, **bad)
+        except NotImplementedError as error:
+            print("refused:", error)
 
-X_small, y_small = np.random.default_rng(3).standard_normal((6, 5)), np.array([0, 1, 2, 1, 0, 2])
-for reg in (0.0, 0.5):
-    small = FullyConnectedNet([4, 7, 6], 5, 3, reg=reg, weight_scale=0.5, dtype=np.float64, seed=4)
-    _, grads = small.loss(X_small, y_small)
-    worst = 0.0
-    for name in small.params:
+    X_small, y_small = (
+        np.random.default_rng(3).standard_normal((6, 5)),
+        np.array([0, 1, 2, 1, 0, 2]),
+    )
+    for reg in (0.0, 0.5):
+        small = FullyConnectedNet(
+            [4, 7, 6], 5, 3, reg=reg, weight_scale=0.5, dtype=np.float64, seed=4
+        )
+        _, grads = small.loss(X_small, y_small)
+        worst = 0.0
+        for name in small.params:
 
-        def f(v, name=name, net=small):
-            saved, net.params[name] = net.params[name], v
-            value = net.loss(X_small, y_small)[0]
-            net.params[name] = saved
-            return value
+            def f(v, name=name, net=small):
+                saved, net.params[name] = net.params[name], v
+                value = net.loss(X_small, y_small)[0]
+                net.params[name] = saved
+                return value
 
-        worst = max(worst, rel_error(grads[name], numerical_gradient(f, small.params[name].copy())))
-    print(f"reg = {reg}: worst relative error over {len(grads)} gradients {worst:.1e}")
-    assert worst < 1e-6
+            worst = max(
+                worst, rel_error(grads[name], numerical_gradient(f, small.params[name].copy()))
+            )
+        print(f"reg = {reg}: worst relative error over {len(grads)} gradients {worst:.1e}")
+        assert worst < 1e-6, f"a gradient is wrong (reg = {reg})"
+
 
 # %% nbgrader={"grade": true, "grade_id": "fully_connected_net", "locked": true, "points": 4, "schema_version": 3, "solution": false}
 # Hidden check (4 points): parameter names, shapes and dtypes; initial statistics and the
@@ -531,16 +544,18 @@ def adamw(w, dw, config=None):
 # $\eta \lambda_\text{wd} w = 10^{-5}$. Then the state each rule must keep.
 
 # %%
-w, dw = np.array([1.0]), np.array([2.0])
-for rule, expected in ((sgd_momentum, 0.98), (rmsprop, 0.9), (adam, 0.999), (adamw, 0.99899)):
-    next_w, config = rule(w.copy(), dw, None)
-    print(f"{rule.__name__:>13}: next w {next_w[0]:.8f} (expect {expected})")
-    print(f"{'':>13}  config keys {sorted(config)}")
-    assert abs(next_w[0] - expected) < 1e-7
-assert adam(w, dw, None)[1]["t"] == 1, "t counts the steps taken"
-_, config = sgd_momentum(w, dw, None)
-_, config = sgd_momentum(w, dw, config)
-assert abs(config["velocity"][0] - (0.9 * -0.02 - 0.02)) < 1e-12, "the velocity carries over"
+with check_it("Exercises 3.1 to 3.4"):
+    w, dw = np.array([1.0]), np.array([2.0])
+    for rule, expected in ((sgd_momentum, 0.98), (rmsprop, 0.9), (adam, 0.999), (adamw, 0.99899)):
+        next_w, config = rule(w.copy(), dw, None)
+        print(f"{rule.__name__:>13}: next w {next_w[0]:.8f} (expect {expected})")
+        print(f"{'':>13}  config keys {sorted(config)}")
+        assert abs(next_w[0] - expected) < 1e-7, f"{rule.__name__}'s first step is wrong"
+    assert adam(w, dw, None)[1]["t"] == 1, "t counts the steps taken"
+    _, config = sgd_momentum(w, dw, None)
+    _, config = sgd_momentum(w, dw, config)
+    assert abs(config["velocity"][0] - (0.9 * -0.02 - 0.02)) < 1e-12, "the velocity carries over"
+
 
 # %% nbgrader={"grade": true, "grade_id": "sgd_momentum", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 # Hidden check (2 points): four consecutive steps from hidden states, with the defaults and
