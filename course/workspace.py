@@ -131,6 +131,23 @@ def lab_command(root: Path, instructor: bool, extra: list[str]) -> tuple[list[st
     return command + list(extra), env
 
 
+def ensure_exchange(root: Path) -> None:
+    """Make the course's private exchange, so that nbgrader's Assignments tab lists nothing
+    instead of "The exchange directory does not exist and could not be created".
+
+    A class sets NBGRADER_EXCHANGE to the instructor's shared folder: that one is never
+    created here, only reported when it is missing.
+    """
+    import os
+
+    shared = os.environ.get("NBGRADER_EXCHANGE")
+    if shared:
+        if not Path(shared).is_dir():
+            print(f"warning: NBGRADER_EXCHANGE={shared} does not exist: ask your instructor")
+        return
+    (root / ".nbgrader" / "exchange").mkdir(parents=True, exist_ok=True)
+
+
 def lab(instructor: bool = False, extra: list[str] | None = None, root: Path | None = None) -> int:
     """Start JupyterLab on the course, as a learner (default) or as the instructor."""
     import subprocess
@@ -143,6 +160,7 @@ def lab(instructor: bool = False, extra: list[str] | None = None, root: Path | N
         copied = prepare(root)
         if copied:
             print(f"work/: new copies of {', '.join(copied)}")
+    ensure_exchange(root)
     command, env = lab_command(root, instructor, extra or [])
     try:
         return subprocess.call(command, env=env, cwd=root)

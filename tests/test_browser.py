@@ -150,7 +150,7 @@ def test_student_lab(browser, course_dir):
         # The instructor's tools are off: no formgrader page, no menu entry.
         assert lab.status("/formgrader") == 404
         page = browser.new_page(viewport={"width": 1400, "height": 900})
-        page.goto(lab.url("/lab"))  # the start page is the default URL
+        page.goto(lab.url("/"))  # the start page is the default URL
         rendered = page.locator(".jp-RenderedMarkdown")
         rendered.get_by_text("Everything Leaks: start here").first.wait_for(timeout=60_000)
         rendered.get_by_text("numerics and bookkeeping decide").first.wait_for()
