@@ -201,3 +201,14 @@ def test_learners_install_the_runtime_only_and_see_progress(tmp_path):
     assert "--quiet" not in lab and "course lab" in lab
     test = make_dry_run("test", tmp_path)
     assert "-e '.[dev,cluster]'" in test and "pytest" in test
+
+
+def test_a_self_learner_gets_an_exchange_and_a_class_is_told(course, monkeypatch, capsys):
+    """Issue 22, item 6: the private exchange exists before the lab lists assignments."""
+    monkeypatch.delenv("NBGRADER_EXCHANGE", raising=False)
+    workspace.ensure_exchange(course.root)
+    assert (course.root / ".nbgrader" / "exchange").is_dir()
+    shared = course.root / "no-such-shared-exchange"
+    monkeypatch.setenv("NBGRADER_EXCHANGE", str(shared))
+    workspace.ensure_exchange(course.root)
+    assert not shared.exists() and "does not exist" in capsys.readouterr().out

@@ -600,15 +600,23 @@ import ipywidgets as widgets
 
 
 def explore_step(log10_h=-5.0, dtype="float64"):
-    err = error_at(10.0**log10_h, np.dtype(dtype).type)
+    h = 10.0**log10_h
+    err = error_at(h, np.dtype(dtype).type)
     verdict = "passes" if err < 1e-7 else "fails"
-    print(f"h = 1e{log10_h:+.1f}, {dtype}: relative error {err:.1e}, the 1e-7 check {verdict}")
+    print(f"h = {h:.1e}, {dtype}: relative error {err:.1e}, the 1e-7 check {verdict}")
 
 
 _ = widgets.interact(
     explore_step,
-    log10_h=widgets.FloatSlider(value=-5, min=-12, max=0, step=0.5),
-    dtype=["float64", "float32"],
+    log10_h=widgets.FloatSlider(
+        value=-5,
+        min=-12,
+        max=0,
+        step=0.5,
+        description="log10(h)",
+        style={"description_width": "initial"},
+    ),
+    dtype=widgets.Dropdown(options=["float64", "float32"], description="precision"),
 )
 
 # %% [markdown]

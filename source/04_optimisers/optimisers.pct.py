@@ -218,7 +218,7 @@ _ = widgets.interact(
 # the memory and faster; gradient checks use float64). Regularisation is
 # $\tfrac12 \lambda \sum_l \sum W_l^2$ over the weight matrices.
 #
-# Normalisation and dropout come in assignment 05: for now the constructor refuses them
+# Normalisation and dropout come in a later assignment: for now the constructor refuses them
 # with a clear error (that part is written for you).
 #
 # ### Exercise 2.1: `FullyConnectedNet`
@@ -242,12 +242,12 @@ class FullyConnectedNet:
     ):
         if normalization is not None:
             raise NotImplementedError(
-                f"normalization={normalization!r}: normalisation arrives in assignment 05; "
+                f"normalization={normalization!r}: normalisation arrives in a later assignment; "
                 "use normalization=None"
             )
         if dropout_keep_ratio != 1:
             raise NotImplementedError(
-                f"dropout_keep_ratio={dropout_keep_ratio!r}: dropout arrives in assignment 05; "
+                f"dropout_keep_ratio={dropout_keep_ratio!r}: dropout arrives in a later assignment; "
                 "use dropout_keep_ratio=1"
             )
         self.reg = reg
@@ -637,10 +637,10 @@ def explore_rules(log10_learning_rate=-1.0, momentum=0.9, beta1=0.9, beta2=0.999
     lr = 10.0**log10_learning_rate
     explored = {
         f"sgd, lr {lr:.3g}": trajectory(sgd, {"learning_rate": lr}),
-        f"momentum {momentum}": trajectory(
+        f"momentum {momentum:.2f}": trajectory(
             sgd_momentum, {"learning_rate": lr, "momentum": momentum}
         ),
-        f"adam, betas ({beta1}, {beta2})": trajectory(
+        f"adam, betas ({beta1:.2f}, {beta2:.4f})": trajectory(
             adam, {"learning_rate": lr, "beta1": beta1, "beta2": beta2}
         ),
     }
@@ -650,7 +650,14 @@ def explore_rules(log10_learning_rate=-1.0, momentum=0.9, beta1=0.9, beta2=0.999
 
 _ = widgets.interact(
     explore_rules,
-    log10_learning_rate=widgets.FloatSlider(value=-1.0, min=-3, max=0, step=0.1),
+    log10_learning_rate=widgets.FloatSlider(
+        value=-1.0,
+        min=-3,
+        max=0,
+        step=0.1,
+        description="log10(lr)",
+        style={"description_width": "initial"},
+    ),
     momentum=widgets.FloatSlider(value=0.9, min=0.0, max=0.99, step=0.01),
     beta1=widgets.FloatSlider(value=0.9, min=0.0, max=0.99, step=0.01),
     beta2=widgets.FloatSlider(value=0.999, min=0.9, max=0.9999, step=0.0001, readout_format=".4f"),
