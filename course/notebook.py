@@ -82,7 +82,8 @@ def check_it(exercise: str):
         else:
             what = f"{kind}: {error}" if str(error) else kind
         # A stub's message already names its exercise and function.
-        where = "" if isinstance(error, NotImplementedError) else _where(error.__traceback__)
+        plain = isinstance(error, NotImplementedError | CheckItFailed)
+        where = "" if plain else _where(error.__traceback__)
         print(f"{exercise}, check it FAILED: {what}{where}", file=sys.stderr)
     else:
         print(f"{exercise}: check it passed.")
