@@ -212,3 +212,18 @@ def test_a_self_learner_gets_an_exchange_and_a_class_is_told(course, monkeypatch
     monkeypatch.setenv("NBGRADER_EXCHANGE", str(shared))
     workspace.ensure_exchange(course.root)
     assert not shared.exists() and "does not exist" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("selfcheck")
+@pytest.mark.parametrize(
+    "assignment, name",
+    [("02_linear", "linear"), ("03_multilayer", "multilayer"), ("04_optimisers", "optimisers")],
+)
+def test_validate_passes_the_other_solved_notebooks(course, assignment, name):
+    """Every check it holds on the solutions (01 is validated above)."""
+    (course.root / "work" / assignment).mkdir(parents=True)
+    solutions = solution_sources(course.source_notebook(assignment, name))
+    solved = learner_copy(course, assignment, name, "solved", solutions)
+    proc = validate(course, solved)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
