@@ -13,12 +13,20 @@ from nbgrader.preprocessors import (
     AssignLatePenalties,
     CheckCellMetadata,
     ClearHiddenTests,
+    ClearMarkScheme,
+    ClearOutput,
+    ComputeChecksums,
     GetGrades,
     IgnorePattern,
+    IncludeHeaderFooter,
+    InstantiateTests,
     LimitOutput,
+    LockCells,
     SaveAutoGrades,
+    SaveCells,
 )
 
+from course.authoring.stubs import NamedStubs
 from course.checks import slow_grade_cells
 from course.grader.nbgrader_ext import GuardedExecute, JudgeHiddenChecks, SeedHiddenChecks
 from course.paths import gradebook_url
@@ -74,6 +82,28 @@ c.Autograde.autograde_preprocessors = [
     AssignLatePenalties,
     CheckCellMetadata,
 ]
+
+# Released stubs say which exercise and function they stand for (course/authoring/stubs.py):
+# nbgrader's default preprocessors, with NamedStubs in place of ClearSolutions.
+c.GenerateAssignment.preprocessors = [
+    IncludeHeaderFooter,
+    InstantiateTests,
+    LockCells,
+    NamedStubs,
+    ClearOutput,
+    CheckCellMetadata,
+    ComputeChecksums,
+    SaveCells,
+    ClearHiddenTests,
+    ClearMarkScheme,
+    ComputeChecksums,
+    CheckCellMetadata,
+]
+
+# Validate (the lab's button and `nbgrader validate`) fails on every cell that raises or
+# writes to stderr, not only on grade cells: the hidden checks are hidden, so without this
+# it had nothing to fail on. A "check it" cell reports a failure on stderr (course.notebook).
+c.Validator.validate_all = True
 
 # A student who deletes or retags a test cell gets it back, and it is graded.
 c.OverwriteCells.add_missing_cells = True

@@ -4,7 +4,10 @@ course build        text sources -> source notebooks, release/, references/
 course references   only recompute references/ from the source solutions
 course grade A      autograde every submission of assignment A; report problems
 course export       carry your exported cells of work/ into the later assignments' folders
-course demo         the instructor's pipeline on bundled demo students, in a scratch copy
+course lab          open JupyterLab as a learner (--instructor: with every nbgrader tool)
+course check NB     grade one notebook of yours, as the instructor would
+course validate NB  run a notebook as Validate does; exit 1 when a cell fails
+course demo         the instructor's pipeline on bundled demo students, kept in demo/course
 course bench        notebook and autograding timings
 """
 
@@ -91,10 +94,26 @@ def _export(args) -> int:
     return 0
 
 
+def _validate(args) -> int:
+    from course import selfcheck
+
+    try:
+        return selfcheck.validate(Path(args.notebook))
+    except FileNotFoundError as exc:
+        print(f"course validate: {exc}", file=sys.stderr)
+        return 2
+
+
+def _lab(args) -> int:
+    from course import workspace
+
+    return workspace.lab(instructor=args.instructor, extra=args.jupyter_args, root=args.course)
+
+
 def _demo(args) -> int:
     from course.authoring import demo
 
-    return demo.main(keep=args.keep)
+    return demo.main(into=args.into)
 
 
 def _bench(args) -> int:
@@ -155,8 +174,37 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="the folder holding your assignment folders (default: work/ of the course)",
     )
-    demo = commands.add_parser("demo", help="autograde bundled demo students; print the grades")
-    demo.add_argument("--keep", action="store_true", help="keep the scratch course directory")
+    validate = commands.add_parser(
+        "validate",
+        help="run a notebook from a fresh kernel as Validate does; exit 1 if any cell fails",
+    )
+    validate.add_argument("notebook", help="e.g. work/01_backprop/backprop.ipynb")
+    lab = commands.add_parser(
+        "lab",
+        help="copy new assignments into work/ and open JupyterLab on the start page "
+        "(what `make lab` does, on every platform)",
+    )
+    lab.add_argument(
+        "--instructor",
+        action="store_true",
+        help="every nbgrader tool, formgrader included (what `make lab-instructor` does)",
+    )
+    lab.add_argument(
+        "--course",
+        type=Path,
+        help="another course directory, e.g. demo/course (default: this checkout's)",
+    )
+    lab.add_argument(
+        "jupyter_args", nargs="*", help="passed to `jupyter lab` after `--`, e.g. -- --port=8890"
+    )
+    demo = commands.add_parser(
+        "demo",
+        help="a graded demo class in demo/course (open it with `course lab --instructor "
+        "--course demo/course`)",
+    )
+    demo.add_argument(
+        "--into", type=Path, help="folder of the demo (default: demo/ in the course directory)"
+    )
     bench = commands.add_parser(
         "bench", help="time every notebook and the autograding of one submission"
     )
@@ -179,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
         "grade": _grade,
         "check": _check,
         "export": _export,
+        "validate": _validate,
+        "lab": _lab,
         "demo": _demo,
         "bench": _bench,
     }

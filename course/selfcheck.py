@@ -13,6 +13,7 @@ marks.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -151,3 +152,57 @@ def check(notebook: Path, sandboxed: bool = True) -> int:
         f"feedback: {notebook.with_suffix('.feedback.html')} ({time.perf_counter() - start:.0f} s)"
     )
     return 0 if all(e.passed for e in results) and not status.problems else 1
+
+
+def validate(notebook: Path, out=None) -> int:
+    """`course validate <notebook>`: nbgrader's Validate, as the lab's button runs it.
+
+    Restarts a kernel, runs every cell, and lists each cell that raised or wrote to stderr
+    (a failed "check it"), with the course's settings (`Validator.validate_all`). Unlike
+    `nbgrader validate`, which exits 0 whatever it finds, exits 1 when any cell failed.
+    """
+    from nbgrader.validator import Validator
+    from traitlets.config.loader import PyFileConfigLoader
+
+    out = out or sys.stdout
+    notebook = notebook.resolve()
+    if not notebook.is_file():
+        raise FileNotFoundError(f"no notebook at {notebook}")
+    root = course_root()
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    results = Validator(config=config).validate(str(notebook))
+    if results.get("type_changed"):
+        print(f"{notebook.name}: a cell's type was changed; restore it:", file=out)
+        for cell in results["type_changed"]:
+            print(
+                f"  {cell['old_type']} -> {cell['new_type']}: {first_line(cell['source'])}",
+                file=out,
+            )
+        return 1
+    if results.get("changed"):
+        print(f"{notebook.name}: {len(results['changed'])} locked cell(s) were edited:", file=out)
+        for cell in results["changed"]:
+            print(f"  {first_line(cell['source'])}", file=out)
+        return 1
+    failed = results.get("failed", [])
+    for cell in failed:
+        print(f"FAILED  {first_line(cell['source'])}", file=out)
+        for line in last_lines(cell["raw_error"]):
+            print(f"        {line}", file=out)
+    if failed:
+        print(f"{notebook.name}: validation failed on {len(failed)} cell(s)", file=out)
+        return 1
+    print(f"{notebook.name}: every cell ran and every check it passed", file=out)
+    return 0
+
+
+def first_line(source: str) -> str:
+    lines = [line for line in source.splitlines() if line.strip()]
+    return lines[0][:100] if lines else "(empty cell)"
+
+
+def last_lines(error: str, keep: int = 3) -> list[str]:
+    """The end of an error: the exception and its message, not the whole traceback."""
+    plain = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", error)
+    lines = [line.rstrip() for line in plain.splitlines() if line.strip()]
+    return lines[-keep:]

@@ -1,11 +1,14 @@
 """`course demo`: the instructor's whole pipeline, headless, on four bundled demo students.
 
-In a scratch copy of the course: generate the assignment (gradebook), release it to a
-private exchange; each student fetches it, answers (the reference solution, nothing, or
-one of two classic bugs) and submits; the instructor collects, autogrades, generates
-feedback and exports grades. Every step is the real nbgrader command. Then a fifth student
-shows code carried forward (course.carry): a bug in his 03 is named in 04's feedback, and
-fixing 03 fixes 04.
+In a copy of the course in `demo/course/` (replaced on each run, and nothing written outside
+`demo/`): generate the assignment (gradebook), release it to the demo course's own exchange;
+each student fetches it in `demo/home/<student>/`, answers (the reference solution, nothing,
+or one of two classic bugs) and submits, with nbgrader's submission cache in `demo/cache/`
+(not the user's own, where the demo students would show up as the user's submissions);
+the instructor collects, autogrades, generates feedback and exports grades. Every step is
+the real nbgrader command. Then a fifth student shows code carried forward (course.carry):
+a bug in his 03 is named in 04's feedback, and fixing 03 fixes 04. What is left is a
+graded course to open in the formgrader: `course lab --instructor --course demo/course`.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -21,7 +23,7 @@ import nbformat
 
 from course.authoring.classroom import ScratchCourse, fill, mutate, solution_sources
 from course.grader import autograde
-from course.paths import gradebook_url
+from course.paths import course_root, gradebook_url
 
 ASSIGNMENT, NOTEBOOK = "01_backprop", "backprop"
 CARRY_FROM, CARRY_TO = "03_multilayer", "04_optimisers"  # code carried forward (course.carry)
@@ -55,22 +57,33 @@ def step(title: str) -> None:
     print(f"\n== {title}", flush=True)
 
 
-def main(keep: bool = False) -> int:
-    scratch = Path(tempfile.mkdtemp(prefix="everything-leaks-demo-"))
-    try:
-        return run(scratch)
-    finally:
-        if keep:
-            print(f"\nscratch course kept at {scratch}")
-        else:
-            shutil.rmtree(scratch, ignore_errors=True)
+MARKER = ".everything-leaks-demo"
+
+
+def main(into: Path | None = None) -> int:
+    demo = Path(into) if into else course_root() / "demo"
+    if demo.exists():
+        if not (demo / MARKER).exists():
+            print(
+                f"course demo: {demo} exists and is not a demo folder; choose another with --into"
+            )
+            return 2
+        shutil.rmtree(demo)
+    demo.mkdir(parents=True)
+    (demo / MARKER).write_text("made by `course demo`; replaced by its next run\n")
+    return run(demo)
 
 
 def run(scratch: Path) -> int:
     start = time.perf_counter()
     course = ScratchCourse(scratch / "course")
-    exchange = scratch / "exchange"
-    exchange_args = [f"--Exchange.root={exchange}", "--CourseDirectory.course_id=everything-leaks"]
+    # The course's own exchange (its nbgrader_config.py default), and a submission cache of
+    # the demo's own: nbgrader's default cache is the user's, shared with their real lab.
+    exchange_args = [
+        f"--Exchange.root={course.root / '.nbgrader' / 'exchange'}",
+        f"--Exchange.cache={scratch / 'cache'}",
+        "--CourseDirectory.course_id=everything-leaks",
+    ]
 
     def nbgrader(*args: str, cwd: Path) -> None:
         proc = subprocess.run(
@@ -103,7 +116,8 @@ def run(scratch: Path) -> int:
     statuses = autograde.grade(course.root, ASSIGNMENT)
     course.nbgrader("generate_feedback", ASSIGNMENT, "--force")
     course.nbgrader("export", "--to", str(course.root / "grades.csv"))
-    print(f"feedback: feedback/<student>/{ASSIGNMENT}/{NOTEBOOK}.html; grades: grades.csv")
+    print(f"feedback: {course.root / 'feedback'}/<student>/{ASSIGNMENT}/{NOTEBOOK}.html")
+    print(f"grades:   {course.root / 'grades.csv'}")
 
     step(f"grades of {ASSIGNMENT} (points per grade cell)")
     print_cell_table(course.root)
@@ -112,7 +126,9 @@ def run(scratch: Path) -> int:
     for student in ("carl", "dora"):
         print_failures(course.root / "autograded" / student / ASSIGNMENT / f"{NOTEBOOK}.ipynb")
     carried_forward(course, scratch, nbgrader)
-    print(f"\ndemo finished in {time.perf_counter() - start:.0f} s")
+    print(f"\ndemo finished in {time.perf_counter() - start:.0f} s; the graded course is kept in")
+    print(f"{course.root}: open it in the formgrader with")
+    print(f"  course lab --instructor --course {course.root}")
     return 0
 
 

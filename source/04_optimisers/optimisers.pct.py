@@ -32,7 +32,8 @@ from tqdm.auto import tqdm
 from course.carry import carry
 from course.data import digits
 from course.deepnet import layer_statistics
-from course.gradcheck import gradient_error
+from course.gradcheck import gradient_error, rel_error
+from course.notebook import check_it
 from course.plots import contour_paths, layer_histograms, loss_curve
 from course.training import accuracy, fit
 
@@ -100,15 +101,18 @@ def weight_init(fan_in, fan_out, scheme, rng):
 # giving the same matrix.
 
 # %%
-for scheme, std in (("xavier", np.sqrt(1 / 400)), ("he", np.sqrt(2 / 400)), (0.05, 0.05)):
-    W = weight_init(400, 300, scheme, np.random.default_rng(0))
-    print(f"{scheme!s:>7}: shape {W.shape}, std {W.std():.4f} (expect {std:.4f})")
-    assert W.shape == (400, 300) and abs(W.std() / std - 1) < 0.02
-same = (
-    weight_init(5, 4, "he", np.random.default_rng(7)),
-    weight_init(5, 4, "he", np.random.default_rng(7)),
-)
-assert np.array_equal(*same), "the same generator state must give the same weights"
+with check_it("Exercise 1.1"):
+    for scheme, std in (("xavier", np.sqrt(1 / 400)), ("he", np.sqrt(2 / 400)), (0.05, 0.05)):
+        W = weight_init(400, 300, scheme, np.random.default_rng(0))
+        print(f"{scheme!s:>7}: shape {W.shape}, std {W.std():.4f} (expect {std:.4f})")
+        assert W.shape == (400, 300), f"shape {W.shape}, not (400, 300)"
+        assert abs(W.std() / std - 1) < 0.02, f"{scheme}: wrong standard deviation"
+    same = (
+        weight_init(5, 4, "he", np.random.default_rng(7)),
+        weight_init(5, 4, "he", np.random.default_rng(7)),
+    )
+    assert np.array_equal(*same), "the same generator state must give the same weights"
+
 
 # %% nbgrader={"grade": true, "grade_id": "weight_init", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 # Hidden check (2 points): shapes, and the statistics of large draws for each scheme (mean,
@@ -195,7 +199,7 @@ _ = widgets.interact(
 # the memory and faster; gradient checks use float64). Regularisation is
 # $\tfrac12 \lambda \sum_l \sum W_l^2$ over the weight matrices.
 #
-# Normalisation and dropout come in assignment 05: for now the constructor refuses them
+# Normalisation and dropout come in a later assignment: for now the constructor refuses them
 # with a clear error (that part is written for you).
 #
 # ### Exercise 2.1: `FullyConnectedNet`
@@ -220,12 +224,12 @@ class FullyConnectedNet:
     ):
         if normalization is not None:
             raise NotImplementedError(
-                f"normalization={normalization!r}: normalisation arrives in assignment 05; "
+                f"normalization={normalization!r}: normalisation comes later in the course; "
                 "use normalization=None"
             )
         if dropout_keep_ratio != 1:
             raise NotImplementedError(
-                f"dropout_keep_ratio={dropout_keep_ratio!r}: dropout arrives in assignment 05; "
+                f"dropout_keep_ratio={dropout_keep_ratio!r}: dropout comes later in the course; "
                 "use dropout_keep_ratio=1"
             )
         self.reg = reg
@@ -279,33 +283,40 @@ class FullyConnectedNet:
 # with three hidden layers of different widths.
 
 # %%
-net = FullyConnectedNet([50, 40], 64, 10, weight_scale=1e-3, seed=0)
-X_check = np.random.default_rng(1).standard_normal((30, 64))
-y_check = np.random.default_rng(2).integers(0, 10, 30)
-print(f"loss at initialisation {net.loss(X_check, y_check)[0]:.4f} (log 10 = {np.log(10):.4f})")
-print("dtype of the parameters:", {p.dtype for p in net.params.values()})
-for bad in ({"normalization": "batchnorm"}, {"dropout_keep_ratio": 0.5}):
-    try:
-        FullyConnectedNet([10], 64, 10, **bad)
-    except NotImplementedError as error:
-        print("refused:", error)
+with check_it("Exercise 2.1"):
+    net = FullyConnectedNet([50, 40], 64, 10, weight_scale=1e-3, seed=0)
+    X_check = np.random.default_rng(1).standard_normal((30, 64))
+    y_check = np.random.default_rng(2).integers(0, 10, 30)
+    print(f"loss at initialisation {net.loss(X_check, y_check)[0]:.4f} (log 10 = {np.log(10):.4f})")
+    print("dtype of the parameters:", {p.dtype for p in net.params.values()})
+    for bad in ({"normalization": "batchnorm"}, {"dropout_keep_ratio": 0.5}):
+        try:
+            FullyConnectedNet([10], 64, 10, **bad)
+        except NotImplementedError as error:
+            print("refused:", error)
 
-X_small, y_small = np.random.default_rng(3).standard_normal((6, 5)), np.array([0, 1, 2, 1, 0, 2])
-for reg in (0.0, 0.5):
-    small = FullyConnectedNet([4, 7, 6], 5, 3, reg=reg, weight_scale=0.5, dtype=np.float64, seed=4)
-    _, grads = small.loss(X_small, y_small)
-    worst = 0.0
-    for name in small.params:
+    X_small, y_small = (
+        np.random.default_rng(3).standard_normal((6, 5)),
+        np.array([0, 1, 2, 1, 0, 2]),
+    )
+    for reg in (0.0, 0.5):
+        small = FullyConnectedNet(
+            [4, 7, 6], 5, 3, reg=reg, weight_scale=0.5, dtype=np.float64, seed=4
+        )
+        _, grads = small.loss(X_small, y_small)
+        worst = 0.0
+        for name in small.params:
 
-        def f(v, name=name, net=small):
-            saved, net.params[name] = net.params[name], v
-            value = net.loss(X_small, y_small)[0]
-            net.params[name] = saved
-            return value
+            def f(v, name=name, net=small):
+                saved, net.params[name] = net.params[name], v
+                value = net.loss(X_small, y_small)[0]
+                net.params[name] = saved
+                return value
 
-        worst = max(worst, gradient_error(f, small.params[name].copy(), grads[name]))
-    print(f"reg = {reg}: worst relative error over {len(grads)} gradients {worst:.1e}")
-    assert worst < 1e-6
+            worst = max(worst, gradient_error(f, small.params[name].copy(), grads[name]))
+        print(f"reg = {reg}: worst relative error over {len(grads)} gradients {worst:.1e}")
+        assert worst < 1e-6, f"a gradient is wrong (reg = {reg})"
+
 
 # %% nbgrader={"grade": true, "grade_id": "fully_connected_net", "locked": true, "points": 4, "schema_version": 3, "solution": false}
 # Hidden check (4 points): parameter names, shapes and dtypes; initial statistics and the
@@ -509,16 +520,27 @@ def adamw(w, dw, config=None):
 # $\eta \lambda_\text{wd} w = 10^{-5}$. Then the state each rule must keep.
 
 # %%
+# One check per rule: a rule not written yet does not hide the others.
 w, dw = np.array([1.0]), np.array([2.0])
-for rule, expected in ((sgd_momentum, 0.98), (rmsprop, 0.9), (adam, 0.999), (adamw, 0.99899)):
-    next_w, config = rule(w.copy(), dw, None)
-    print(f"{rule.__name__:>13}: next w {next_w[0]:.8f} (expect {expected})")
-    print(f"{'':>13}  config keys {sorted(config)}")
-    assert abs(next_w[0] - expected) < 1e-7
-assert adam(w, dw, None)[1]["t"] == 1, "t counts the steps taken"
-_, config = sgd_momentum(w, dw, None)
-_, config = sgd_momentum(w, dw, config)
-assert abs(config["velocity"][0] - (0.9 * -0.02 - 0.02)) < 1e-12, "the velocity carries over"
+first_steps = {
+    "Exercise 3.1": (sgd_momentum, 0.98),
+    "Exercise 3.2": (rmsprop, 0.9),
+    "Exercise 3.3": (adam, 0.999),
+    "Exercise 3.4": (adamw, 0.99899),
+}
+for exercise, (rule, expected) in first_steps.items():
+    with check_it(exercise):
+        next_w, config = rule(w.copy(), dw, None)
+        print(f"{rule.__name__:>13}: next w {next_w[0]:.8f} (expect {expected})")
+        print(f"{'':>13}  config keys {sorted(config)}")
+        assert abs(next_w[0] - expected) < 1e-7, f"{rule.__name__}'s first step is wrong"
+        if rule is adam:
+            assert config["t"] == 1, "t counts the steps taken"
+        if rule is sgd_momentum:
+            _, config = sgd_momentum(w.copy(), dw, config)
+            velocity = config["velocity"][0]
+            assert abs(velocity - (0.9 * -0.02 - 0.02)) < 1e-12, "the velocity carries over"
+
 
 # %% nbgrader={"grade": true, "grade_id": "sgd_momentum", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 # Hidden check (2 points): four consecutive steps from hidden states, with the defaults and
@@ -600,10 +622,10 @@ def explore_rules(log10_learning_rate=-1.0, momentum=0.9, beta1=0.9, beta2=0.999
     lr = 10.0**log10_learning_rate
     explored = {
         f"sgd, lr {lr:.3g}": trajectory(sgd, {"learning_rate": lr}),
-        f"momentum {momentum}": trajectory(
+        f"momentum {momentum:.2f}": trajectory(
             sgd_momentum, {"learning_rate": lr, "momentum": momentum}
         ),
-        f"adam, betas ({beta1}, {beta2})": trajectory(
+        f"adam, betas ({beta1:.2f}, {beta2:.4f})": trajectory(
             adam, {"learning_rate": lr, "beta1": beta1, "beta2": beta2}
         ),
     }
@@ -613,7 +635,14 @@ def explore_rules(log10_learning_rate=-1.0, momentum=0.9, beta1=0.9, beta2=0.999
 
 _ = widgets.interact(
     explore_rules,
-    log10_learning_rate=widgets.FloatSlider(value=-1.0, min=-3, max=0, step=0.1),
+    log10_learning_rate=widgets.FloatSlider(
+        value=-1.0,
+        min=-3,
+        max=0,
+        step=0.1,
+        description="log10(lr)",
+        style={"description_width": "initial"},
+    ),
     momentum=widgets.FloatSlider(value=0.9, min=0.0, max=0.99, step=0.01),
     beta1=widgets.FloatSlider(value=0.9, min=0.0, max=0.99, step=0.01),
     beta2=widgets.FloatSlider(value=0.999, min=0.9, max=0.9999, step=0.0001, readout_format=".4f"),
