@@ -14,6 +14,7 @@ Skipped, with the reason, where this cannot run: not root, no chromium or Playwr
 npm, or no Python >= 3.11.5 that every account can run (hub/install says which).
 """
 
+import fcntl
 import grp
 import json
 import os
@@ -86,10 +87,12 @@ def free_ports(count: int) -> int:
     raise RuntimeError("no consecutive free ports")
 
 
-def run(*cmd, env=None, check=True, user=None, timeout=900) -> subprocess.CompletedProcess:
+def run(
+    *cmd, env=None, check=True, user=None, cwd=None, timeout=900
+) -> subprocess.CompletedProcess:
     if user:
         cmd = (shutil.which("runuser") or "/usr/sbin/runuser", "-u", user, "--", *cmd)
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"{' '.join(map(str, cmd))}: exit {proc.returncode}\n{proc.stderr}")
     return proc
@@ -110,8 +113,15 @@ class Class:
         self.port = free_ports(3)
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.exchange = self.base / "exchange"
-        # A prefix kept between runs (set by hand to iterate; CI installs afresh).
-        self.prefix = Path(os.environ.get("EVERYTHING_LEAKS_HUB_TEST_PREFIX", self.base / "prefix"))
+        # The class's Python environment is kept between runs (hub/install then only
+        # reinstalls the course package; the pins again only when they change), under a
+        # lock held for the whole test: one hub test on the machine at a time.
+        self.prefix = Path(
+            os.environ.get("EVERYTHING_LEAKS_HUB_TEST_PREFIX", "/var/tmp/everything-leaks-hub-test")
+        )
+        self.prefix.mkdir(mode=0o755, exist_ok=True)
+        self.lock = (self.prefix.parent / f".{self.prefix.name}.lock").open("w")
+        fcntl.flock(self.lock, fcntl.LOCK_EX)
         self.env = {
             **os.environ,
             "EVERYTHING_LEAKS_PREFIX": str(self.prefix),
@@ -180,6 +190,7 @@ class Class:
         for group in (self.env["EVERYTHING_LEAKS_GROUP"], self.env["EVERYTHING_LEAKS_INSTRUCTORS"]):
             subprocess.run(["groupdel", group], capture_output=True)
         shutil.rmtree(self.base, ignore_errors=True)
+        self.lock.close()
 
 
 @pytest.fixture(scope="module")
@@ -297,6 +308,7 @@ def test_a_class_on_the_hub(klass, browser):
                 f"--duedate={time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC",
                 user=klass.instructor,
                 env=instructor_env(klass),
+                cwd=klass.course_dir,
             )
             time.sleep(1)
         page.goto(user_url(klass, student, f"/lab/tree/{ASSIGNMENT}/{NOTEBOOK}.ipynb"))
@@ -347,6 +359,16 @@ def test_a_class_on_the_hub(klass, browser):
     formgrader_action(teacher, klass, "generate-feedback", "Successfully")
     formgrader_action(teacher, klass, "release-feedback", "Successfully")
 
+    # Released feedback is as unlisted as submissions (nbgrader: feedback is 711).
+    proc = run(
+        f"{klass.prefix}/venv/bin/python",
+        "-c",
+        f"import os; os.listdir({str(klass.exchange / 'everything-leaks' / 'feedback')!r})",
+        user=s2,
+        check=False,
+    )
+    assert proc.returncode != 0 and "PermissionError" in proc.stderr, proc.stderr
+
     # Each student fetches their feedback, and gets theirs only.
     for student in klass.students:
         page = log_in(browser, klass, student)
@@ -393,7 +415,9 @@ def gradebook(klass) -> dict:
         "print(json.dumps(out))\n"
     )
     python = f"{klass.prefix}/venv/bin/python"
-    proc = run(python, "-c", script, user=klass.instructor, env=instructor_env(klass))
+    proc = run(
+        python, "-c", script, user=klass.instructor, env=instructor_env(klass), cwd=klass.course_dir
+    )
     return json.loads(proc.stdout)
 
 
@@ -404,11 +428,15 @@ def check_exchange_isolation(klass):
     mine = [p for p in inbound.iterdir() if p.name.startswith(f"{s1}+{ASSIGNMENT}+")]
     assert mine, sorted(p.name for p in inbound.iterdir())
     python = f"{klass.prefix}/venv/bin/python"
+    # nbgrader's protection of a submission is an unlisted folder (inbound is write-only,
+    # 733) and a random part in each submission's name: the instructor's account must read
+    # the files, so they are world-readable by whoever knows the exact name.
+    assert len(mine[0].name.rsplit("+", 1)[1]) >= 10, mine[0].name
     probes = {
         "list the inbound folder": f"import os; os.listdir({str(inbound)!r})",
-        "read s1's submission": (f"open({str(mine[0] / f'{NOTEBOOK}.ipynb')!r}).read()"),
         "list the course directory": f"import os; os.listdir({str(klass.course_dir)!r})",
-        "read s1's home": (f"open({str(student_notebook(klass, s1))!r}).read()"),
+        "read the gradebook": f"open({str(klass.course_dir / 'gradebook.db')!r}, 'rb').read()",
+        "read s1's own copy": f"open({str(student_notebook(klass, s1))!r}).read()",
     }
     for what, code in probes.items():
         proc = run(python, "-c", code, user=s2, check=False)
