@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 STUDENT_CONFIG := $(CURDIR)/course/jupyter/student
 PORT ?= 8888
 
-.PHONY: setup sandbox workspace lab lab-instructor test release demo bench format lint clean
+.PHONY: setup sandbox workspace lab lab-instructor hub test release demo bench format lint clean
 
 setup: $(STAMP) sandbox
 
@@ -37,6 +37,12 @@ lab: workspace
 
 lab-instructor: setup
 	$(BIN)/jupyter lab --port=$(PORT) $(ALLOW_ROOT) --ServerApp.root_dir=$(CURDIR)
+
+# The class on JupyterHub for a try-out, as root (README: "A class on JupyterHub"):
+# installs into /opt/everything-leaks, adds an instructor and two students, prints how to
+# log in and runs the hub on 127.0.0.1:8000. `hub/try --remove` deletes the accounts.
+hub:
+	hub/try
 
 test: setup
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
