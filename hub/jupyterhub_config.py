@@ -78,6 +78,8 @@ def set_up(spawner):
     env["JUPYTER_CONFIG_PATH"] = str(PREFIX / "jupyter" / role)
     env["NBGRADER_EXCHANGE"] = EXCHANGE
     # `course`, `nbgrader` and `alembic` (run by nbgrader) by name in terminals and kernels.
+    # (Terminals run a non-login bash, jupyter/<role>/jupyter_server_config.json: a login
+    # shell's /etc/profile would reset PATH on Debian.)
     env["PATH"] = f"{PREFIX / 'venv' / 'bin'}:/usr/local/bin:/usr/bin:/bin"
     if role == "instructor":
         # The course directory: `course grade` in a terminal and nbgrader both find it.
