@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.runtime-stamp
 DEV_STAMP := $(VENV)/.dev-stamp
 PORT ?= 8888
 
-.PHONY: setup dev sandbox workspace lab lab-instructor test release demo bench format lint clean
+.PHONY: setup dev sandbox workspace lab lab-instructor hub test release demo bench format lint clean
 
 # Learners get the runtime only (JupyterLab, nbgrader, NumPy, Matplotlib, ...); the test
 # tools (pytest, Playwright, ...) and the cluster extra (Dask, psycopg) come with `make test`
@@ -47,6 +47,12 @@ lab: setup
 
 lab-instructor: setup
 	$(BIN)/course lab --instructor -- --port=$(PORT)
+
+# The class on JupyterHub for a try-out, as root (README: "A class on JupyterHub"):
+# installs into /opt/everything-leaks, adds an instructor and two students, prints how to
+# log in and runs the hub on 127.0.0.1:8000. `hub/try --remove` deletes the accounts.
+hub:
+	hub/try
 
 test: dev lint
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
