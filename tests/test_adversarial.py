@@ -6,15 +6,12 @@ grades must come out exactly right, and the gradebook intact.
 """
 
 import copy
-import glob
 import hashlib
 import json
 import os
-import pwd
 import shutil
 import socket
 import sqlite3
-import subprocess
 import tempfile
 import threading
 from pathlib import Path
@@ -24,7 +21,7 @@ import pytest
 
 from course.grader.cells import solution_cell_id
 from course.paths import tool_env
-from tests.harness import Batch, read_nb, tree_digest
+from tests.harness import Batch, postgres_server, read_nb, tree_digest
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("adversarial")]
 
@@ -816,48 +813,8 @@ except Exception as exc:
 def postgres_on_a_socket():
     """A real PostgreSQL server listening on loopback TCP (for the grader) and on a Unix
     socket under /run (as a packaged server's /run/postgresql); (URL, socket dir, port)."""
-    bins = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
-    try:
-        pwd.getpwnam("postgres")
-    except KeyError:
-        bins = []
-    if not bins or os.geteuid() != 0 or not shutil.which("runuser"):
-        pytest.skip("PostgreSQL's server (Debian: postgresql) is not installed")
-    pytest.importorskip("psycopg")
-    home = Path(tempfile.mkdtemp(prefix="everything-leaks-pg-", dir="/var/tmp"))
-    sockets = Path(tempfile.mkdtemp(prefix="everything-leaks-pg-", dir="/run"))
-    for folder in (home, sockets):
-        os.chmod(folder, 0o755)
-    data, logs = home / "data", home / "logs"
-    for folder in (data, logs, sockets):
-        folder.mkdir(exist_ok=True)
-        shutil.chown(folder, "postgres", "postgres")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-
-    def as_postgres(*cmd):
-        return subprocess.run(
-            ["runuser", "-u", "postgres", "--", *cmd], capture_output=True, text=True
-        )
-
-    as_postgres(f"{bins[-1]}/initdb", "-D", str(data), "-A", "trust", "-U", "grader")
-    started = as_postgres(
-        f"{bins[-1]}/pg_ctl",
-        "-D",
-        str(data),
-        "-w",
-        "-l",
-        str(logs / "server.log"),
-        "-o",
-        f"-h 127.0.0.1 -p {port} -k {sockets}",
-        "start",
-    )
-    assert started.returncode == 0, started.stderr
-    yield f"postgresql+psycopg://grader@127.0.0.1:{port}/postgres", sockets, port
-    as_postgres(f"{bins[-1]}/pg_ctl", "-D", str(data), "-m", "immediate", "stop")
-    shutil.rmtree(home, ignore_errors=True)
-    shutil.rmtree(sockets, ignore_errors=True)
+    with postgres_server(sockets_under="/run") as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
