@@ -218,8 +218,6 @@ def wrap(
         "--new-session",
         *system_mounts(),
     ]
-    for path in readable_paths():
-        args += ["--ro-bind", str(path), str(path)]
     args += [
         "--dev",
         "/dev",
@@ -246,6 +244,10 @@ def wrap(
         args += ["--ro-bind", str(fontlist), f"{HOME}/.matplotlib/{fontlist.name}"]
     for name, host in sorted((data_files or {}).items()):
         args += ["--ro-bind", str(Path(host).resolve()), f"{WORKDIR}/{name}"]
+    # After the private tmpfs mounts: a course checked out under /tmp (or the home) must
+    # not have its Python environment and package hidden by them.
+    for path in readable_paths():
+        args += ["--ro-bind", str(path), str(path)]
     args += ["--bind", str(sockets), str(sockets), "--chdir", WORKDIR]
     if os.geteuid() == 0:
         args += ["--cap-drop", "ALL"]
