@@ -116,6 +116,8 @@ def pictures(check, outputs: dict, reference: dict, results) -> list[bytes]:
         if result.passed or isinstance(got, Broken) or got is None or rule.kind != "close":
             continue
         got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+        if got.ndim == 0 or got.shape != want.shape:
+            continue  # the report already says what is wrong; nothing to draw
         label = f"{rule.what} {result.key.partition(':')[2]}".strip()
         if rule.picture == "curve":
             found.append(curve_picture(label, got, want, rule.rtol))

@@ -146,6 +146,19 @@ def report(check: Check, results: list[Result], points: float, limit: int = 8) -
     return "\n".join(lines)
 
 
+def observation(value):
+    """What a kernel may send for one output: a float, a float64 array, or Broken. Anything
+    else (true, a string, a nested list) was not written by the probe: it fails that key
+    only, before any rule or picture reads it."""
+    if isinstance(value, Broken):
+        return value
+    if isinstance(value, float | int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, np.ndarray) and value.dtype == np.float64:
+        return value
+    return Broken("its result is not a number or an array: tampered output")
+
+
 def same_for_the_judge(stored, fresh, rule: Rule) -> bool:
     """Whether two reference values (one stored, one recomputed) are the same to the judge.
 
@@ -195,7 +208,7 @@ def verdict_with_pictures(
     if payload is None:
         reason = why_missing or "the hidden check did not run"
         return 0.0, f"{name}: 0 of {chk.points:g} points ({reason})", []
-    outputs = {key: decode(value) for key, value in payload.get("outputs", {}).items()}
+    outputs = {key: observation(decode(value)) for key, value in payload.get("outputs", {}).items()}
     reference = load_reference(chk) if reference is None else reference
     results = judge(chk, outputs, reference)
     points = score(chk, results)

@@ -74,7 +74,7 @@ ETC = (
     "mime.types",
 )
 # Variables a kernel gets from the grader's environment; everything else is unset.
-PASSED_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "LANG", "TZ")
+PASSED_ENV = ("LANG", "TZ")  # never the BLAS threads: a grade must not depend on them
 
 
 def bwrap() -> str:
@@ -262,7 +262,10 @@ def wrap(
         *nproc,
         "--",
     ]
-    command = rlimits + args + isolated(kernel_cmd)
+    # bwrap and prlimit themselves start with an empty environment: bwrap is pid 1 inside
+    # the sandbox, and its /proc/1/environ would otherwise hold the grader's whole one
+    # (secrets included); the kernel's own comes from kernel_env(), an allow-list.
+    command = ["/usr/bin/env", "-i", *rlimits, *args, *isolated(kernel_cmd)]
     if cgroup is not None:
         # Join the cgroup first, so that nothing the kernel starts escapes the limit.
         command = [
