@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 from pathlib import Path
 
 import nbformat
@@ -79,6 +80,12 @@ class Recorder:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
             os.chmod(path, mode)
+        stamp = submitted_timestamp(self.root / "submitted" / student / self.assignment)
+        if stamp is not None:
+            # nbgrader's feedback is released and fetched under a hash of the notebook and
+            # this file's exact text: autograded/ needs the submission's own copy.
+            staging.mkdir(parents=True, exist_ok=True)
+            (staging / "timestamp.txt").write_bytes(stamp)
         try:
             notebooks = {
                 Path(rel).stem: nbformat.reads(data.decode("utf-8"), as_version=4)
@@ -130,3 +137,17 @@ class Recorder:
                     notebook.late_submission_penalty = self.late._check_late_penalty(
                         notebook, penalty
                     )
+
+
+def submitted_timestamp(folder: Path, limit: int = 4096) -> bytes | None:
+    """The submission's timestamp.txt as nbgrader collected it: a regular file, read
+    without following a link, at most `limit` bytes; None where there is none."""
+    try:
+        fd = os.open(folder / "timestamp.txt", os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
+        data = handle.read(limit + 1)
+    return data if len(data) <= limit else None
