@@ -99,7 +99,7 @@ def public_seed(name: str) -> int:
 class Assignment:
     """What an assignment is, declared once in its checks module as `ASSIGNMENT`.
 
-    The start page, the catalogue, nbgrader_config.py's timeouts, the README's table (a
+    The start page, nbgrader_config.py's timeouts, the README's table (a
     test compares them) and the mutation tests all read this declaration, so adding an
     assignment is three files: its source, its checks module, its variants.
     """
