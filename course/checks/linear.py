@@ -7,7 +7,12 @@ one maximum for the whole batch, or the log of an underflowed probability, shows
 
 import numpy as np
 
-from course.checks.common import centred_error, gradient_observation
+from course.checks.common import (
+    centred_error,
+    clear_of_kinks,
+    gradient_observation,
+    hinge_distance,
+)
 from course.grader.model import Assignment, Check, Rule, register
 from course.grader.probe import nudged
 
@@ -33,12 +38,18 @@ def loss_cases(rng, N: int, D: int, C: int) -> dict:
     large scores (up to about 1e3) on rows scaled from 0.02 to 2."""
     cases = {}
     for reg in (0.0, float(rng.uniform(0.1, 0.5))):
-        W = 0.5 * rng.standard_normal((D, C))
-        X = rng.standard_normal((N, D))
+        W, X, y = clear_of_kinks(
+            lambda: (
+                0.5 * rng.standard_normal((D, C)),
+                rng.standard_normal((N, D)),
+                rng.integers(0, C, N),
+            ),
+            lambda drawn: hinge_distance(*drawn),
+        )
         cases["at ordinary scores, " + ("with" if reg else "without") + " regularisation"] = (
             W,
             X,
-            rng.integers(0, C, N),
+            y,
             reg,
         )
     W = 300.0 * rng.standard_normal((D, C))

@@ -9,7 +9,13 @@ never by the exact random numbers.
 
 import numpy as np
 
-from course.checks.common import away_from_zero, centred_error, seeded
+from course.checks.common import (
+    away_from_zero,
+    centred_error,
+    clear_of_kinks,
+    relu_distance,
+    seeded,
+)
 from course.checks.multilayer import drawn_with, record_network_loss
 from course.grader.model import Assignment, Check, Rule, register
 
@@ -204,8 +210,10 @@ def probe_fully_connected_net(student, rng, out):
         ([7, 6, 4], "one hidden layer"),
         ([7, 6, 5, 4], "two hidden layers"),
     ):
-        params = _fcn_params(rng, dims)
-        X = rng.standard_normal((N, dims[0]))
+        params, X = clear_of_kinks(
+            lambda d=dims: (_fcn_params(rng, d), rng.standard_normal((N, d[0]))),
+            lambda drawn: relu_distance(*drawn),
+        )
         y = rng.integers(0, dims[-1], N)
         out.record(
             f"scores:{label}",

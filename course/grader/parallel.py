@@ -141,10 +141,20 @@ def _write_tree(root: Path, files: dict[str, bytes]) -> None:
 
 
 def load_config(root: Path):
-    """The course's nbgrader configuration, as `nbgrader` itself would load it at `root`."""
+    """The course's nbgrader configuration, as `nbgrader` itself would load it at `root`.
+
+    The file may set environment variables for the processes nbgrader starts ($COURSE_ROOT):
+    here they are undone, so loading one course's settings changes nothing else in this
+    process (a test process, or a grader that loads several courses).
+    """
     from traitlets.config.loader import PyFileConfigLoader
 
-    return PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    before = dict(os.environ)
+    try:
+        return PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    finally:
+        os.environ.clear()
+        os.environ.update(before)
 
 
 def alembic_head() -> str:
@@ -198,6 +208,10 @@ def _worker_config(root: Path):
     # never the course's (which may carry a PostgreSQL password).
     os.environ["COURSE_DB_URL"] = f"sqlite:///{root / 'gradebook.db'}?timeout=30"
     os.environ["PATH"] = tool_env()["PATH"]  # nbgrader runs `alembic` by name
+    # One BLAS thread in kernels run without a sandbox too (the sandbox sets its own).
+    os.environ.update(
+        dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1")
+    )
     config = load_config(root)
     config.SeedHiddenChecks.shipped = str(root / SHIPPED)  # the parent's seeds and references
     return config

@@ -80,12 +80,12 @@ class Recorder:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
             os.chmod(path, mode)
-        stamp = submitted_timestamp(self.root / "submitted" / student / self.assignment)
-        if stamp is not None:
-            # nbgrader's feedback is released and fetched under a hash of the notebook and
-            # this file's exact text: autograded/ needs the submission's own copy.
-            staging.mkdir(parents=True, exist_ok=True)
-            (staging / "timestamp.txt").write_bytes(stamp)
+        submitted = self.root / "submitted" / student / self.assignment
+        for name in BOOKKEEPING:
+            data = small_regular_file(submitted / name)
+            if data is not None:
+                staging.mkdir(parents=True, exist_ok=True)
+                (staging / name).write_bytes(data)
         try:
             notebooks = {
                 Path(rel).stem: nbformat.reads(data.decode("utf-8"), as_version=4)
@@ -139,11 +139,17 @@ class Recorder:
                     )
 
 
-def submitted_timestamp(folder: Path, limit: int = 4096) -> bytes | None:
-    """The submission's timestamp.txt as nbgrader collected it: a regular file, read
-    without following a link, at most `limit` bytes; None where there is none."""
+# What nbgrader's own autograde copies from submitted/ to autograded/ besides notebooks, and
+# its feedback steps need: release_feedback and fetch_feedback name a student's feedback by
+# a hash of the notebook with the submission's secret and its timestamp's exact text.
+BOOKKEEPING = ("timestamp.txt", "submission_secret.txt")
+
+
+def small_regular_file(path: Path, limit: int = 4096) -> bytes | None:
+    """The bytes of `path` if it is a regular file of at most `limit` bytes, read without
+    following a link (a submission's folder is the student's); None otherwise."""
     try:
-        fd = os.open(folder / "timestamp.txt", os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:

@@ -81,20 +81,24 @@ def notebook_from_text(text: str) -> nbformat.NotebookNode:
 
 
 def solution_namespace(
-    nb: nbformat.NotebookNode, origin: str, answers: dict[str, str] | None = None
+    nb: nbformat.NotebookNode,
+    origin: str,
+    answers: dict[str, str] | None = None,
+    root: Path | None = None,
 ) -> dict:
     """Execute a source notebook's first code cell (its imports) and its solution cells.
 
     That is all a hidden check needs of the solutions, and it skips the plots and training.
     answers: {grade id: code} run instead of those solution cells (a student variant);
-    then a cell that raises is skipped, as a kernel goes on to the next cell.
+    then a cell that raises is skipped, as a kernel goes on to the next cell. root: the
+    course whose earlier solutions are carried (default: course_root()).
     """
     code = [c for c in nb.cells if c.cell_type == "code"]
     wanted = code[:1] + [c for c in code[1:] if solution_cell_id(c) or is_carry_cell(c)]
     namespace: dict = {"__name__": "__solutions__"}
     os.environ.setdefault("MPLBACKEND", "Agg")
     # Earlier assignments' functions come from their source solutions, in this process.
-    with from_sources(course_root()), contextlib.redirect_stdout(io.StringIO()):
+    with from_sources(root or course_root()), contextlib.redirect_stdout(io.StringIO()):
         for cell in wanted:
             grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
             source = (answers or {}).get(grade_id, cell.source)
@@ -124,7 +128,9 @@ def compute_references(
         checks = [c for c in model.CHECKS.values() if c.notebook == key]
         if not checks:
             continue
-        namespace = solution_namespace(notebook_from_text(text_path.read_text()), key)
+        namespace = solution_namespace(
+            notebook_from_text(text_path.read_text()), key, root=Path(root)
+        )
         refs = {}
         for chk in sorted(checks, key=lambda c: c.name):
             outputs = probe.probe(chk, namespace, None if seeds is None else seeds[chk.name])
