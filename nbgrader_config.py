@@ -111,10 +111,7 @@ c.OverwriteCells.add_missing_cells = True
 # Feedback shows what the checks printed, never the hidden checks themselves.
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
 
-# Kernels started by nbgrader inherit this: hidden checks read the references/ of the
-# course directory being graded, not of wherever the `course` package was installed from.
-os.environ["COURSE_ROOT"] = str(ROOT)
-
-# Fixed BLAS threads: float results then do not depend on the grading machine's cores.
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+# The grading run's inputs and their references are this course's (its secret, its source
+# solutions), wherever the `course` package was installed from. This file sets settings
+# only: it changes nothing in the process that loads it (tests/test_layout.py).
+c.SeedHiddenChecks.course_root = str(ROOT)

@@ -9,9 +9,8 @@ import pytest
 def environment_restored():
     """Each test starts from the environment the session started with.
 
-    Loading a course's nbgrader_config.py sets $COURSE_ROOT (and a grading worker sets
-    $COURSE_DB_URL): a test that grades a scratch course in-process would otherwise point
-    later tests in the same xdist worker at a folder that no longer exists.
+    A test that sets $COURSE_ROOT or $COURSE_DB_URL for a scratch course would otherwise
+    point later tests in the same xdist worker at a folder that no longer exists.
     """
     before = dict(os.environ)
     yield

@@ -8,6 +8,7 @@ that only the judge needs.
 """
 
 import ast
+import os
 import re
 from pathlib import Path
 
@@ -107,3 +108,16 @@ def test_every_assignment_has_its_three_files():
         assert (root / "source" / assignment.id / f"{name}.pct.py").exists()
         assert (PACKAGE / "checks" / f"{name}.py").exists()
         assert (root / "tests" / f"variants_{name}.py").exists()
+
+
+def test_loading_the_config_changes_nothing_in_the_process(monkeypatch):
+    """nbgrader_config.py holds settings only (issue 13): nbgrader loads it several times,
+    and so do `course grade` and the tests, in processes that must stay as they were."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    for name in ("COURSE_ROOT", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    before = dict(os.environ)
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(REPO)).load_config()
+    assert dict(os.environ) == before
+    assert config.SeedHiddenChecks.course_root == str(REPO)

@@ -262,7 +262,7 @@ def test_a_recording_that_fails_half_way_leaves_no_trace(twins, tmp_path, monkey
     graded = parallel.course.root / "autograded" / "ada" / ASSIGNMENT
     # What a worker returns: the graded notebooks.
     files = {p.name: (p.read_bytes(), 0o444) for p in graded.glob("*.ipynb")}
-    monkeypatch.setenv("COURSE_ROOT", str(batch.course.root))  # the config sets it
+    monkeypatch.setenv("COURSE_ROOT", str(batch.course.root))
     with Recorder(batch.course.root, ASSIGNMENT, load_config(batch.course.root)) as recorder:
         real, calls = recorder.save._add_score, []
 

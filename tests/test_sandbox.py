@@ -4,6 +4,7 @@ import os
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from course.grader import sandbox
@@ -119,3 +120,16 @@ def test_a_missing_reference_stops_the_run_naming_the_check(tmp_path):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "the grader failed" in proc.stderr and "'value_ops'" in proc.stderr
     assert "someone" not in batch.scores()  # not recorded as a zero
+
+
+def test_a_kernel_without_the_sandbox_gets_one_blas_thread_too(monkeypatch, tmp_path):
+    """`course grade --unsandboxed`: the kernel inherits the grader's environment, but its
+    BLAS threads are fixed (they used to be set by loading nbgrader_config.py)."""
+    from course.grader.nbgrader_ext import GuardedExecute
+
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
+    cell = nbformat.v4.new_code_cell("import os; print(os.environ['OPENBLAS_NUM_THREADS'])")
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    resources = {"metadata": {"path": str(tmp_path)}, "nbgrader": {"student": "s"}}
+    nb, _ = GuardedExecute(sandbox=False, timeout=60).preprocess(nb, resources)
+    assert nb.cells[0].outputs[0]["text"].strip() == "1"

@@ -186,6 +186,13 @@ class SeedHiddenChecks(NbGraderPreprocessor):
         "", help="A file of seeds and references made by the parent (a worker's task)."
     ).tag(config=True)
 
+    course_root = Unicode(
+        "",
+        help="The course directory whose secret and source solutions make the run's "
+        "inputs (nbgrader_config.py sets its own folder; default: $COURSE_ROOT, else the "
+        "checkout the package lives in).",
+    ).tag(config=True)
+
     def inputs(self, resources) -> Inputs:
         from course.paths import course_root
 
@@ -194,7 +201,8 @@ class SeedHiddenChecks(NbGraderPreprocessor):
         assignment = resources.get("nbgrader", {}).get("assignment")
         if not assignment:
             raise InputsError("SeedHiddenChecks: nbgrader did not say which assignment this is")
-        return for_run(course_root(), assignment, self.public)
+        root = Path(self.course_root) if self.course_root else course_root()
+        return for_run(root, assignment, self.public)
 
     def preprocess(self, nb, resources):
         inputs = self.inputs(resources)

@@ -286,6 +286,20 @@ class GuardedExecute(PromptReplies, Execute):
             self._data.update(carried_files(folder, Path(self._carried_scratch.name)))
         return super().preprocess(nb, resources)
 
+    def _with_env(self, kwargs: dict) -> dict:
+        if not self.sandbox:  # the sandbox builds the kernel's whole environment itself
+            from course.grader.sandbox import ONE_BLAS_THREAD
+
+            kwargs.setdefault("env", {**os.environ, **ONE_BLAS_THREAD})
+        return kwargs
+
+    # nbclient's synchronous start_new_kernel wraps its own async one, not an override's.
+    def start_new_kernel(self, **kwargs):
+        return super().start_new_kernel(**self._with_env(kwargs))
+
+    async def async_start_new_kernel(self, **kwargs):
+        return await super().async_start_new_kernel(**self._with_env(kwargs))
+
     def create_kernel_manager(self):
         km = super().create_kernel_manager()
         if self.sandbox:

@@ -208,10 +208,6 @@ def _worker_config(root: Path):
     # never the course's (which may carry a PostgreSQL password).
     os.environ["COURSE_DB_URL"] = f"sqlite:///{root / 'gradebook.db'}?timeout=30"
     os.environ["PATH"] = tool_env()["PATH"]  # nbgrader runs `alembic` by name
-    # One BLAS thread in kernels run without a sandbox too (the sandbox sets its own).
-    os.environ.update(
-        dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1")
-    )
     config = load_config(root)
     config.SeedHiddenChecks.shipped = str(root / SHIPPED)  # the parent's seeds and references
     return config

@@ -170,6 +170,11 @@ def system_mounts() -> list[str]:
     return args
 
 
+# Every grading kernel, sandboxed or not, computes with one BLAS thread: float results then
+# do not depend on the grading machine's cores.
+ONE_BLAS_THREAD = dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1")
+
+
 def kernel_env() -> list[str]:
     """bwrap arguments for the kernel's environment: an allow-list, nothing inherited."""
     env = {
@@ -178,9 +183,7 @@ def kernel_env() -> list[str]:
         "TMPDIR": "/tmp",
         "MPLCONFIGDIR": f"{HOME}/.matplotlib",
         "LANG": "C.UTF-8",
-        "OPENBLAS_NUM_THREADS": "1",
-        "OMP_NUM_THREADS": "1",
-        "MKL_NUM_THREADS": "1",
+        **ONE_BLAS_THREAD,
     }
     env.update({k: os.environ[k] for k in PASSED_ENV if k in os.environ})
     args = ["--clearenv"]
