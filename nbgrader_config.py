@@ -28,7 +28,12 @@ from nbgrader.preprocessors import (
 
 from course.authoring.stubs import NamedStubs
 from course.checks import slow_grade_cells
-from course.grader.nbgrader_ext import GuardedExecute, JudgeHiddenChecks, SeedHiddenChecks
+from course.grader.nbgrader_ext import (
+    ExerciseFeedback,
+    GuardedExecute,
+    JudgeHiddenChecks,
+    SeedHiddenChecks,
+)
 from course.paths import gradebook_url
 
 ROOT = Path(__file__).resolve().parent
@@ -108,8 +113,14 @@ c.Validator.validate_all = True
 # A student who deletes or retags a test cell gets it back, and it is graded.
 c.OverwriteCells.add_missing_cells = True
 
-# Feedback shows what the checks printed, never the hidden checks themselves.
-c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+# Feedback shows what the checks printed, never the hidden checks themselves, under a table
+# of the exercises by name (course/grader/nbgrader_ext.py).
+c.GenerateFeedback.preprocessors = [
+    GetGrades,
+    ClearHiddenTests,
+    CSSHTMLHeaderPreprocessor,
+    ExerciseFeedback,
+]
 
 # The grading run's inputs and their references are this course's (its secret, its source
 # solutions), wherever the `course` package was installed from. This file sets settings

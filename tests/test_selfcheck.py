@@ -54,7 +54,10 @@ def test_course_check_grades_like_the_instructor_and_records_progress(course):
     proc = run_check(course, mine)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "backprop: 19 of 19 points" in proc.stdout
-    assert mine.with_suffix(".feedback.html").exists()
+    page = mine.with_suffix(".feedback.html").read_text()
+    # Each hidden check by the section it grades, not "Test cell" (issue 22, item 7).
+    assert '<a href="#value_ops">Hidden checks of the engine (11 points)</a>' in page
+    assert "pre-wrap" in page
     record = json.loads(mine.with_suffix(".check.json").read_text())
     assert sum(e["points"] for e in record["exercises"]) == 19
     start = (course.root / "work" / "START.md").read_text()

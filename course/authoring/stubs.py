@@ -14,21 +14,10 @@ import re
 
 from nbgrader.preprocessors import ClearSolutions
 
-EXERCISE = re.compile(r"^#{2,3}\s+(Exercise\s+\d+(?:\.\d+)?)\b", re.MULTILINE)
-PART = re.compile(r"^##\s+(\d+)\s+·\s*(.*)$", re.MULTILINE)
+from course.grader.cells import exercise_of
+
 ATTACHED = re.compile(r"^\s*@add_to_class\((\w+)\)")
 DEF = re.compile(r"^(\s*)(?:def|class)\s+(\w+)")
-
-
-def exercise_of(markdown: str, current: str) -> str:
-    """The exercise a markdown cell opens, or `current` when it opens none."""
-    label = current
-    for line in markdown.splitlines():
-        if m := EXERCISE.match(line):
-            label = m.group(1)
-        elif m := PART.match(line):
-            label = f"Part {m.group(1)} ({m.group(2).strip()})"
-    return label
 
 
 def enclosing(lines: list[str], index: int, indent: int) -> str:

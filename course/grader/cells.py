@@ -6,7 +6,12 @@ nbgrader records points. A *solution cell* is where the learner writes code.
 
 from __future__ import annotations
 
+import re
+
 from nbgrader.utils import is_grade, is_solution
+
+EXERCISE = re.compile(r"^#{2,3}\s+(Exercise\s+\d+(?:\.\d+)?)\b", re.MULTILINE)
+PART = re.compile(r"^##\s+(\d+)\s+·\s*(.*)$", re.MULTILINE)
 
 
 def nbgrader_meta(cell) -> dict:
@@ -24,3 +29,15 @@ def grade_id_of_test_cell(cell) -> str | None:
 def solution_cell_id(cell) -> str | None:
     """The grade id of a solution cell, or None for any other cell."""
     return nbgrader_meta(cell).get("grade_id") if is_solution(cell) else None
+
+
+def exercise_of(markdown: str, current: str) -> str:
+    """The exercise a markdown cell opens (its `### Exercise N.M` heading, or a `## N · ...`
+    part heading), or `current` when it opens none."""
+    label = current
+    for line in markdown.splitlines():
+        if m := EXERCISE.match(line):
+            label = m.group(1)
+        elif m := PART.match(line):
+            label = f"Part {m.group(1)} ({m.group(2).strip()})"
+    return label

@@ -7,6 +7,7 @@
 - `JudgeHiddenChecks`: a preprocessor that runs after execution, in the grader's process,
   and turns each grade cell's probe output into a verdict (report and points). The
   student's kernel never sees a reference value and cannot print its own score.
+- `ExerciseFeedback`: the feedback page names exercises and reads well (generate_feedback).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Bool, Float, Integer
 
 from course.grader import judge, model, probe
-from course.grader.cells import grade_id_of_test_cell
+from course.grader.cells import grade_id_of_test_cell, nbgrader_meta
 from course.grader.inputs import Inputs, InputsError, SeedHiddenChecks, restore_sources
 from course.grader.kernel_client import PromptReplies
 from course.grader.model import get_check
@@ -389,3 +390,66 @@ def is_cut_off_reason(text) -> bool:
 
 
 __all__ = ["GuardedExecute", "JudgeHiddenChecks", "SeedHiddenChecks"]
+
+
+# ---------------------------------------------------------------- feedback
+
+# A report's lines wrap inside their box (a "Likely mistake" line ran off its right edge);
+# nbgrader's own table of contents, which calls every hidden check "Test cell" and lists a
+# "Comment" per answer, gives way to ExerciseFeedback's table.
+FEEDBACK_CSS = """
+div.output_area pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+div#toc { display: none; }
+table.exercises td, table.exercises th { padding: 0.2em 0.8em; }
+"""
+
+
+HEADING = re.compile(r"^#{1,3}\s+(.+?)\s*#*\s*$")
+
+
+def section_of(markdown: str, current: str) -> str:
+    """The title of the last heading (levels 1 to 3) in a markdown cell, or `current`."""
+    for line in markdown.splitlines():
+        if m := HEADING.match(line):
+            current = m.group(1).replace("`", "")
+    return current
+
+
+class ExerciseFeedback(NbGraderPreprocessor):
+    """generate_feedback, after GetGrades and CSSHTMLHeaderPreprocessor: a table at the top
+    naming, for each hidden check, the section of the notebook it grades (the heading above
+    it: an exercise, or the part whose exercises it checks together) and its score, linked
+    to its report; each report without the bare `Out[n]: 0.0` that nbgrader reads partial
+    credit from (the score is in the report's heading)."""
+
+    def preprocess(self, nb, resources):
+        from html import escape
+
+        from nbformat.v4 import new_markdown_cell
+
+        rows, label = [], ""
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                label = section_of(cell.source, label)
+            grade_id = grade_id_of_test_cell(cell)
+            if grade_id is None:
+                continue
+            cell.outputs = [o for o in cell.outputs if o.get("output_type") != "execute_result"]
+            meta = nbgrader_meta(cell)
+            score, points = float(meta.get("score") or 0), float(meta.get("points") or 0)
+            rows.append(
+                f'<tr><td><a href="#{escape(grade_id)}">{escape(label or grade_id)}</a></td>'
+                f"<td><code>{escape(grade_id)}</code></td><td>{score:g} / {points:g}</td></tr>"
+            )
+        late = float(resources.get("nbgrader", {}).get("late_penalty") or 0)
+        if late > 0:
+            late_row = '<tr class="late-penalty"><td colspan="2">Late submission</td>'
+            rows.append(f"{late_row}<td>-{late:g}</td></tr>")
+        if rows:
+            table = (
+                '<table class="exercises"><tr><th>section</th><th>hidden check</th>'
+                "<th>score</th></tr>" + "".join(rows) + "</table>"
+            )
+            nb.cells.insert(0, new_markdown_cell(table))
+        resources.setdefault("inlining", {}).setdefault("css", []).append(FEEDBACK_CSS)
+        return nb, resources
