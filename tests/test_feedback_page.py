@@ -1,5 +1,5 @@
-"""The feedback page (issue 22, item 7): hidden checks by the section they grade, reports that wrap, no bare
-`Out[n]: 0.0` after each report."""
+"""The feedback page (issue 22, item 7): hidden checks by the section they grade, reports
+that wrap, no bare `Out[n]: 0.0` after each report."""
 
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
