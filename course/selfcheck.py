@@ -28,6 +28,7 @@ from course.authoring.classroom import ScratchCourse
 from course.carry import export, module_name
 from course.grader import autograde
 from course.grader.cells import grade_id_of_test_cell, nbgrader_meta
+from course.grader.nbgrader_ext import section_of
 from course.paths import course_root
 from course.workspace import write_start_page
 
@@ -40,6 +41,7 @@ class Exercise:
     points: float
     max_points: float
     report: str  # what the hidden check printed: failures and likely mistakes
+    section: str = ""  # the notebook's heading above the check: what it grades
 
     @property
     def passed(self) -> bool:
@@ -62,8 +64,10 @@ def locate(notebook: Path, root: Path) -> tuple[str, str]:
 
 def exercises(graded: Path) -> list[Exercise]:
     nb = nbformat.read(graded, as_version=4)
-    found = []
+    found, section = [], ""
     for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            section = section_of(cell.source, section)
         if grade_id_of_test_cell(cell) is None:
             continue
         meta = nbgrader_meta(cell)
@@ -79,16 +83,20 @@ def exercises(graded: Path) -> list[Exercise]:
         if points is None:  # a plain test cell, scored as nbgrader does
             failed = any(o.get("output_type") == "error" for o in cell.outputs)
             points = 0.0 if failed else float(meta["points"])
-        found.append(Exercise(meta["grade_id"], points, float(meta["points"]), report.strip()))
+        found.append(
+            Exercise(meta["grade_id"], points, float(meta["points"]), report.strip(), section)
+        )
     return found
 
 
 def print_table(name: str, results: list[Exercise], problems: list[str]) -> None:
     width = max(len(e.grade_id) for e in results)
-    print(f"{'exercise':<{width}}  {'points':>9}  result")
+    print(f"{'exercise':<{width}}  {'points':>9}  result  section")
     for e in results:
         verdict = "pass" if e.passed else "FAIL"
-        print(f"{e.grade_id:<{width}}  {e.points:>4g} / {e.max_points:<3g} {verdict}")
+        print(
+            f"{e.grade_id:<{width}}  {e.points:>4g} / {e.max_points:<3g} {verdict:<7} {e.section}"
+        )
         if not e.passed:
             for line in e.report.splitlines()[1:]:
                 print(f"{'':<{width}}    {line.strip()}")

@@ -74,6 +74,7 @@ def test_course_check_of_the_blank_release_fails_and_says_why(course):
     proc = run_check(course, blank)
     assert proc.returncode == 1
     assert "value_ops" in proc.stdout and "FAIL" in proc.stdout
+    assert "Hidden checks of the engine (11 points)" in proc.stdout  # what value_ops grades
     assert "raised NotImplementedError" in proc.stdout
     assert "backprop: 0 of 19 points" in proc.stdout
     assert blank.read_bytes() == before  # the learner's notebook is only read
