@@ -305,7 +305,7 @@ def test_a_killed_worker_loses_no_submission(tmp_path):
 def test_the_in_process_schema_version_is_what_alembic_heads_says():
     from nbgrader.dbutil import _temp_alembic_ini
 
-    from course.grader.parallel import alembic_head
+    from course.grader.nbgrader_internals import alembic_head
     from course.paths import tool_env
 
     # What nbgrader.api.get_alembic_version runs (workers replace it with alembic_head).

@@ -11,7 +11,6 @@ crash leaves the old grades and folder, or the new ones, never half of either.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import stat
@@ -19,26 +18,11 @@ from pathlib import Path
 
 import nbformat
 
-
-@contextlib.contextmanager
-def one_transaction(gb):
-    """nbgrader's Gradebook commits after every change; hold those commits back (flushing,
-    and expiring like a commit so computed scores reload) and commit once at the end."""
-    session = gb.db
-
-    def flush_as_commit():
-        session.flush()
-        session.expire_all()
-
-    session.commit = flush_as_commit
-    try:
-        yield
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        del session.commit
-    session.commit()
+from course.grader.nbgrader_internals import (
+    checked_late_penalty,
+    one_transaction,
+    save_cell_grades,
+)
 
 
 class Recorder:
@@ -120,11 +104,7 @@ class Recorder:
             for grade in gb.find_submission_notebook(name, assignment, student).grades:
                 grade.auto_score, grade.needs_manual_grade = 0, False
         for name, nb in notebooks.items():
-            self.save.gradebook = gb
-            self.save.notebook_id, self.save.assignment_id = name, assignment
-            self.save.student_id = student
-            # The cell loop of SaveAutoGrades.preprocess, on this transaction's gradebook.
-            super(type(self.save), self.save).preprocess(nb, {"nbgrader": {}})
+            save_cell_grades(self.save, gb, nb, name, assignment, student)
             gb.db.commit()  # held back by one_transaction: flushes, so scores reload
             notebook = gb.find_submission_notebook(name, assignment, student)
             notebook.late_submission_penalty = None
@@ -134,8 +114,8 @@ class Recorder:
                     student, notebook.score, late
                 )
                 if penalty is not None:
-                    notebook.late_submission_penalty = self.late._check_late_penalty(
-                        notebook, penalty
+                    notebook.late_submission_penalty = checked_late_penalty(
+                        self.late, notebook, penalty
                     )
 
 
