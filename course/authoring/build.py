@@ -77,7 +77,8 @@ def build_sources(root: Path) -> list[Path]:
 def nbgrader(
     root: Path, *args: str, check: bool = True, env: dict | None = None
 ) -> subprocess.CompletedProcess:
-    """Run an nbgrader command in course directory `root`, output captured.
+    """Run an nbgrader command in `root` (a course directory, or a student's home for
+    fetch and submit), output captured: the one way the package runs nbgrader's CLI.
 
     check: raise RuntimeError, with nbgrader's output, if the command fails.
     """

@@ -12,15 +12,15 @@ import json
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
 from course.authoring.build import nbgrader
 from course.carry import is_carry_cell
+from course.grader.autograde import CellGrade, cell_grades
 from course.grader.cells import grade_id_of_test_cell, nbgrader_meta, solution_cell_id
-from course.paths import course_root, gradebook_url, tool_env
+from course.paths import course_root, tool_env
 
 COURSE_FILES = ["nbgrader_config.py", "source", "release", "references"]
 SOLUTION_MARKER = re.compile(r"^\s*### (BEGIN|END) SOLUTION\s*$")
@@ -100,13 +100,6 @@ def mutate(code: str, old: str, new: str) -> str:
     return code.replace(old, new)
 
 
-@dataclass
-class CellGrade:
-    grade_id: str
-    score: float
-    max_score: float
-
-
 class ScratchCourse:
     """A throwaway course directory where nbgrader runs for real."""
 
@@ -157,19 +150,7 @@ class ScratchCourse:
 
     def grades(self, assignment: str, notebook: str) -> dict[str, list[CellGrade]]:
         """{student: [grade of each grade cell]} from the gradebook, for graded submissions."""
-        from nbgrader.api import Gradebook, MissingEntry
-
-        result = {}
-        with Gradebook(gradebook_url(self.root)) as gb:
-            for student in gb.students:
-                try:
-                    nb = gb.find_submission_notebook(notebook, assignment, student.id)
-                except MissingEntry:
-                    continue
-                result[student.id] = [
-                    CellGrade(g.name, float(g.score), float(g.max_score)) for g in nb.grades
-                ]
-        return result
+        return cell_grades(self.root, assignment, notebook)
 
 
 def judge_in_process(

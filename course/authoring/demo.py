@@ -21,9 +21,10 @@ from pathlib import Path
 
 import nbformat
 
+from course.authoring.build import nbgrader as run_nbgrader
 from course.authoring.classroom import ScratchCourse, fill, mutate, solution_sources
 from course.grader import autograde
-from course.paths import course_root, gradebook_url
+from course.paths import course_root
 
 ASSIGNMENT, NOTEBOOK = "01_backprop", "backprop"
 CARRY_FROM, CARRY_TO = "03_multilayer", "04_optimisers"  # code carried forward (course.carry)
@@ -86,15 +87,7 @@ def run(scratch: Path) -> int:
     ]
 
     def nbgrader(*args: str, cwd: Path) -> None:
-        proc = subprocess.run(
-            [sys.executable, "-m", "nbgrader", *args, *exchange_args],
-            cwd=cwd,
-            env=course.env,
-            capture_output=True,
-            text=True,
-        )
-        if proc.returncode != 0:
-            raise RuntimeError(f"nbgrader {args[0]} failed:\n{proc.stderr[-3000:]}")
+        run_nbgrader(cwd, *args, *exchange_args, env=course.env)
 
     step(f"instructor: generate and release {ASSIGNMENT}")
     course.register(ASSIGNMENT)
@@ -188,17 +181,13 @@ def course_cli(*args: str, cwd: Path, env: dict) -> None:
 
 
 def print_cell_table(root: Path) -> None:
-    from nbgrader.api import Gradebook
-
-    with Gradebook(gradebook_url(root)) as gb:
-        nb = gb.find_notebook(NOTEBOOK, ASSIGNMENT)
-        cells = [c.name for c in nb.grade_cells]
-        print("student  " + "  ".join(f"{c:>{max(len(c), 5)}}" for c in cells) + "  total")
-        for student in sorted(s.id for s in gb.students):
-            sub = gb.find_submission_notebook(NOTEBOOK, ASSIGNMENT, student)
-            by_cell = {g.name: g.score for g in sub.grades}
-            row = "  ".join(f"{by_cell[c]:>{max(len(c), 5)}g}" for c in cells)
-            print(f"{student:<8} {row}  {sub.score:g}/{sub.max_score:g}")
+    by_student = autograde.cell_grades(root, ASSIGNMENT, NOTEBOOK)
+    cells = [g.grade_id for g in next(iter(by_student.values()), [])]
+    print("student  " + "  ".join(f"{c:>{max(len(c), 5)}}" for c in cells) + "  total")
+    for student, grades in sorted(by_student.items()):
+        row = "  ".join(f"{g.score:>{max(len(g.grade_id), 5)}g}" for g in grades)
+        score, full = sum(g.score for g in grades), sum(g.max_score for g in grades)
+        print(f"{student:<8} {row}  {score:g}/{full:g}")
 
 
 def print_failures(path: Path) -> None:

@@ -111,6 +111,33 @@ def interruptions(notebook: Path) -> list[str]:
     return found
 
 
+@dataclass
+class CellGrade:
+    grade_id: str
+    score: float
+    max_score: float
+
+
+def cell_grades(root: Path, assignment: str, notebook: str) -> dict[str, list[CellGrade]]:
+    """{student: [grade of each grade cell, in the notebook's order]} from the gradebook,
+    for the students with a graded submission."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    result = {}
+    with Gradebook(gradebook_url(root)) as gb:
+        order = [c.name for c in gb.find_notebook(notebook, assignment).grade_cells]
+        for student in gb.students:
+            try:
+                nb = gb.find_submission_notebook(notebook, assignment, student.id)
+            except MissingEntry:
+                continue
+            grades = {
+                g.name: CellGrade(g.name, float(g.score), float(g.max_score)) for g in nb.grades
+            }
+            result[student.id] = [grades[name] for name in order if name in grades]
+    return result
+
+
 def scores(root: Path, assignment: str) -> dict[str, tuple[float, float]]:
     """{student: (score, max score)} over the assignment's notebooks, from the gradebook."""
     from nbgrader.api import Gradebook, MissingEntry
