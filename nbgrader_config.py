@@ -73,6 +73,11 @@ c.Execute.timeout_func = _cell_timeout
 # many seconds is stopped, and the notebook cut off there (course.grader.nbgrader_ext).
 c.Execute.iopub_timeout = 10
 
+# The sandbox's limits are settings too (course/grader/sandbox.py, SandboxedKernelManager:
+# address_space, cpu_seconds, file_size, open_files, processes, work_tmpfs, tmp_tmpfs,
+# shm_tmpfs, written_bytes, written_files), e.g. for a course whose models need more memory:
+# c.SandboxedKernelManager.address_space = 8 * 2**30  # bytes, per process
+
 # Hidden checks only record results in the student's kernel; the verdict is decided here,
 # in the grader's process, right after execution (course/grader/nbgrader_ext.py), on inputs
 # drawn from this course's secret (.nbgrader/secret, course/grader/inputs.py).

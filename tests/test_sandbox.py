@@ -133,3 +133,18 @@ def test_a_kernel_without_the_sandbox_gets_one_blas_thread_too(monkeypatch, tmp_
     resources = {"metadata": {"path": str(tmp_path)}, "nbgrader": {"student": "s"}}
     nb, _ = GuardedExecute(sandbox=False, timeout=60).preprocess(nb, resources)
     assert nb.cells[0].outputs[0]["text"].strip() == "1"
+
+
+def test_the_limits_are_settings_of_the_course(tmp_path):
+    """Issue 13: the sandbox's limits are traits, set in nbgrader_config.py like nbgrader's
+    own, and reach the kernel's command line."""
+    from traitlets.config import Config
+
+    config = Config()
+    config.SandboxedKernelManager.tmp_tmpfs = 12_345_678
+    config.SandboxedKernelManager.address_space = 3 * 2**30
+    km = sandbox.SandboxedKernelManager(config=config)  # as nbclient makes it: with the config
+    assert km.limits.tmp_tmpfs == 12_345_678 and km.limits.processes == sandbox.LIMITS.processes
+    cmd = sandbox.wrap(["k"], tmp_path, None, {}, km.limits)
+    assert cmd[cmd.index("/tmp") - 2 : cmd.index("/tmp")] == ["12345678", "--tmpfs"]
+    assert f"--as={3 * 2**30}" in cmd

@@ -23,6 +23,7 @@ messages on the control channel rather than as signals through bwrap.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
+from traitlets import Integer
 
 
 class SandboxUnavailable(RuntimeError):
@@ -358,6 +360,10 @@ class Watchdog:
         self.stopped.set()
 
 
+def _setting(default: int, help: str) -> Integer:
+    return Integer(default, help=help).tag(config=True)
+
+
 class SandboxedKernelManager(AsyncKernelManager):
     """A kernel manager whose kernels run in the sandbox described above.
 
@@ -367,13 +373,29 @@ class SandboxedKernelManager(AsyncKernelManager):
     data_files: dict[str, Path] = {}
     over_budget: str | None = None
 
+    # The limits, as settings: `c.SandboxedKernelManager.<name> = ...` in nbgrader_config.py.
+    address_space = _setting(LIMITS.address_space, "Bytes of virtual memory, per process.")
+    cpu_seconds = _setting(LIMITS.cpu_seconds, "CPU seconds, per process (a backstop).")
+    file_size = _setting(LIMITS.file_size, "Bytes, per file written.")
+    open_files = _setting(LIMITS.open_files, "Open files, per process.")
+    processes = _setting(LIMITS.processes, "Processes the kernel may run at once.")
+    work_tmpfs = _setting(LIMITS.work_tmpfs, "Bytes of the working folder and home.")
+    tmp_tmpfs = _setting(LIMITS.tmp_tmpfs, "Bytes of /tmp.")
+    shm_tmpfs = _setting(LIMITS.shm_tmpfs, "Bytes of /dev/shm.")
+    written_bytes = _setting(LIMITS.written_bytes, "Bytes written to the host's disk.")
+    written_files = _setting(LIMITS.written_files, "Files created on the host's disk.")
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(**{f.name: getattr(self, f.name) for f in dataclasses.fields(Limits)})
+
     async def _async_pre_start_kernel(self, **kw):
         # Only the grader sees this folder; the kernel sees its sockets/ subfolder.
         self._sandbox_dir = Path(tempfile.mkdtemp(prefix="el-kernel-"))
         self._sandbox_sockets = self._sandbox_dir / "sockets"
         self._sandbox_sockets.mkdir()
         self._sandbox_log = self._sandbox_dir / "kernel.log"
-        self._sandbox_cgroup = pids_cgroup(f"k-{uuid.uuid4().hex[:12]}", LIMITS.processes)
+        self._sandbox_cgroup = pids_cgroup(f"k-{uuid.uuid4().hex[:12]}", self.processes)
         self.transport = "ipc"
         self.ip = str(self._sandbox_sockets / "kernel")
         self.connection_file = str(self._sandbox_sockets / "connection.json")
@@ -388,14 +410,14 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     def format_kernel_cmd(self, extra_arguments=None):
         cmd = super().format_kernel_cmd(extra_arguments)
-        return wrap(cmd, self._sandbox_sockets, self._sandbox_cgroup, self.data_files)
+        return wrap(cmd, self._sandbox_sockets, self._sandbox_cgroup, self.data_files, self.limits)
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
         try:
             await super()._async_launch_kernel(kernel_cmd, **kw)
         finally:
             os.close(self._sandbox_log_fd)
-        self._sandbox_watchdog = Watchdog(self._sandbox_dir, self._kill_over_budget)
+        self._sandbox_watchdog = Watchdog(self._sandbox_dir, self._kill_over_budget, self.limits)
 
     def _kill_over_budget(self) -> None:
         self.over_budget = self._sandbox_watchdog.reason
