@@ -2,17 +2,20 @@
 
 Learners import these in notebooks (their import paths are frozen: released notebooks and
 learners' copies use them):
-- `course.gradcheck`: relative error, numerical gradients, per-variable comparison tables.
+- `course.gradcheck`: relative error, the error of a gradient against centred differences,
+  per-variable comparison tables.
 - `course.data`: the data sets, shipped or generated deterministically, never downloaded.
 - `course.plots`: the course's figures (loss curves, decision boundaries, error against h).
 - `course.training`, `course.mlp`, `course.deepnet`: training loops and small networks
   that run on the learner's own functions.
 - `course.notebook`: small notebook helpers (show a function's source, add a method).
 - `course.grading`: what a grade cell imports (`check`), nothing else.
+- `course.carry`: the learner's own functions from an earlier assignment (`carry(...)`).
 
 The rest serves instructors and the course itself:
 - `course.grader`: the trusted grading machinery (data model, probe, judge, references,
-  feedback figures, nbgrader extensions, sandbox, `course grade`'s pipeline).
+  secret inputs, feedback figures, nbgrader extensions and internals, sandbox,
+  `course grade`'s pipeline).
 - `course.checks`: the hidden checks, one module per assignment.
 - `course.authoring`: build, references, scratch courses, the demo and the benchmarks.
 - `course.cli`, `course.selfcheck`, `course.workspace`: the `course` command and `make lab`.
