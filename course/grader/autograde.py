@@ -31,6 +31,7 @@ class Status:
     max_score: float = 0.0
     problems: list[str] = field(default_factory=list)
     kept: bool = False  # unchanged since it was last graded, so not regraded
+    interrupted: list[str] = field(default_factory=list)  # cells timed out or cut off
 
     @property
     def graded(self) -> bool:
@@ -88,27 +89,17 @@ def preflight(folder: Path, expected: list[str]) -> list[str]:
     return problems
 
 
-def interruptions(notebook: Path) -> list[str]:
-    """What stopped cells of a graded notebook: timeouts, and where grading was cut off.
-    Only the grader's own words are reported; grade ids are escaped (students edit them)."""
-    from course.grader.nbgrader_ext import CUT_OFF, is_cut_off_reason
-
-    found = []
-    nb = nbformat.read(notebook, as_version=4)
-    for index, cell in enumerate(nb.cells):
-        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        name = printable(grade_id, 60) if grade_id else f"cell {index}"
-        for out in cell.get("outputs", []):
-            if out.get("output_type") != "error":
-                continue
-            evalue = out.get("evalue")
-            if out.get("ename") == CUT_OFF and is_cut_off_reason(evalue):
-                found.append(f"cut off in {name}: {printable(evalue, 160)}")
-            elif "CellTimeoutError" in "".join(
-                str(x) for x in [out.get("ename", "")] + list(out.get("traceback", []))
-            ):
-                found.append(f"timed out in {name}")
-    return found
+def described(interruptions: list[dict]) -> list[str]:
+    """Notes for the instructor's table from what a worker saw stop cells (never read back
+    from a notebook, where a student could write anything); grade ids are escaped."""
+    notes = []
+    for event in interruptions:
+        cell = event.get("cell")
+        where = printable(cell, 60) if cell else f"cell {int(event.get('index', 0))}"
+        note = f"{printable(event.get('notebook', ''), 60)}.ipynb: {event.get('kind')} in {where}"
+        why = event.get("why")
+        notes.append(f"{note}: {printable(why, 160)}" if why else note)
+    return notes
 
 
 @dataclass
@@ -226,6 +217,7 @@ def grade_and_record(
             else:
                 try:
                     recorder.record(student, result["files"])
+                    statuses[student].interrupted = described(result.get("interruptions", []))
                 except Exception as exc:  # noqa: BLE001 (reported; the gradebook rolled back)
                     statuses[student].problems.append(
                         f"not graded: its grades could not be recorded ({type(exc).__name__}: "
@@ -289,11 +281,15 @@ def grade(
         if digests_path(root, assignment).exists()
         else {}
     )
+    # {student: {"digest", "interrupted"}} of the last run (a bare digest before 2026-12).
+    known = {s: v if isinstance(v, dict) else {"digest": v} for s, v in known.items()}
     digests = {p.parent.name: submission_digest(p) for p in submitted}
     unchanged = {
         s
         for s, d in digests.items()
-        if not force and known.get(s) == d and (root / "autograded" / s / assignment).is_dir()
+        if not force
+        and known.get(s, {}).get("digest") == d
+        and (root / "autograded" / s / assignment).is_dir()
     }
     todo = [s for s, st in statuses.items() if not st.problems and s not in unchanged]
 
@@ -307,12 +303,12 @@ def grade(
         if not out_dir.is_dir():
             status.problems.append("not graded: its autograded folder is missing")
             continue
-        for name in expected:
-            status.problems += [f"{name}: {what}" for what in interruptions(out_dir / name)]
         if student in unchanged:
             status.kept = True
+            status.interrupted = list(known[student].get("interrupted", []))
         else:
-            known[student] = digests[student]
+            known[student] = {"digest": digests[student], "interrupted": status.interrupted}
+        status.problems += status.interrupted
         status.score, status.max_score = graded.get(student, (0.0, 0.0))
         links = regular_files(root / "submitted" / student / assignment)[1]
         status.problems += [printable(o) for o in links]  # said, never followed

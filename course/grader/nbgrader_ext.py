@@ -43,6 +43,10 @@ class GraderFault(RuntimeError):
 
 
 FAULTS: list[str] = []  # this process's grader faults, newest last (read by parallel.py)
+# What stopped cells of this process's grading, as the grader saw it happen (never read back
+# from a notebook a kernel wrote into): {"notebook", "cell" (grade id or None), "index",
+# "kind" ("cut off" or "timed out"), "why"}; a worker returns them (parallel.py).
+INTERRUPTIONS: list[dict] = []
 
 
 def probe_payloads(cell) -> list:
@@ -274,6 +278,8 @@ class GuardedExecute(PromptReplies, Execute):
     def preprocess(self, nb, resources, retries=None):
         self._cut_off = None
         self._student = resources.get("nbgrader", {}).get("student", "")
+        self._notebook = resources.get("nbgrader", {}).get("notebook", "")
+        self._where: tuple[str | None, int] = (None, 0)
         self._output_bytes = 0
         self._flooded = False
         self._data = (
@@ -323,9 +329,20 @@ class GuardedExecute(PromptReplies, Execute):
                 return None  # dropped: the cell is cut off once it ends
         return super().process_message(msg, cell, cell_index)
 
+    def _note(self, kind: str, why: str = "") -> None:
+        grade_id, index = self._where
+        INTERRUPTIONS.append(
+            {"notebook": self._notebook, "cell": grade_id, "index": index, "kind": kind, "why": why}
+        )
+
+    async def _async_handle_timeout(self, timeout, cell=None):
+        self._note("timed out")
+        return await super()._async_handle_timeout(timeout, cell)
+
     def preprocess_cell(self, cell, resources, index):
         if self._cut_off is not None:
             return cell, resources  # not run: the kernel is gone
+        self._where = (nbgrader_meta(cell).get("grade_id"), index)
         if cell.get("cell_type") == "code" and self._left() <= 0:
             return self._cut(cell, resources, WHY_TIME.format(self.budget()), ran=False)
         started = time.monotonic()
@@ -353,6 +370,7 @@ class GuardedExecute(PromptReplies, Execute):
 
     def _cut(self, cell, resources, what, ran=True):
         self._cut_off = what
+        self._note("cut off", what)
         where = (
             "The cells after this one were not run"
             if ran
@@ -377,16 +395,6 @@ class GuardedExecute(PromptReplies, Execute):
 
 
 CUT_OFF = "GradingCutOff"
-CUT_OFF_REASONS = (WHY_DIED, WHY_STUCK, WHY_TIME, WHY_OUTPUT, WHY_WRITES)
-
-
-def is_cut_off_reason(text) -> bool:
-    """Whether `text` is one of the grader's own reasons for cutting a notebook off."""
-    for reason in CUT_OFF_REASONS:
-        pattern = re.escape(reason).replace(r"\{:g\}", "[0-9.e+]+").replace(r"\{\}", ".{1,80}")
-        if isinstance(text, str) and re.fullmatch(pattern, text):
-            return True
-    return False
 
 
 __all__ = ["GuardedExecute", "JudgeHiddenChecks", "SeedHiddenChecks"]

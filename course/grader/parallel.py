@@ -205,7 +205,8 @@ def _worker_config(root: Path):
 def grade_submission(job: dict, course: dict[str, bytes]) -> dict:
     """On a worker: autograde one submission; return its graded notebooks.
 
-    Returns {"student", "files": {name: (bytes, mode)}, "log"}; {"student", "error", "log"}
+    Returns {"student", "files": {name: (bytes, mode)}, "interruptions" (what stopped cells,
+    nbgrader_ext.INTERRUPTIONS), "log"}; {"student", "error", "log"}
     when nbgrader could not grade it; {"student", "fault", "log"} when the grader itself
     failed (course.grader.nbgrader_ext.GraderFault: the run must stop).
     """
@@ -215,7 +216,7 @@ def grade_submission(job: dict, course: dict[str, bytes]) -> dict:
     from nbgrader.utils import capture_log
     from sqlalchemy.exc import SAWarning
 
-    from course.grader.nbgrader_ext import FAULTS
+    from course.grader.nbgrader_ext import FAULTS, INTERRUPTIONS
 
     assignment, student = job["assignment"], job["student"]
     with _GRADING, warnings.catch_warnings():
@@ -227,6 +228,7 @@ def grade_submission(job: dict, course: dict[str, bytes]) -> dict:
         os.environ.update(job["env"])
         root = _prepared_course(course, assignment)
         FAULTS.clear()
+        INTERRUPTIONS.clear()
         submitted = root / "submitted" / student
         autograded = root / "autograded" / student
         try:
@@ -257,7 +259,12 @@ def grade_submission(job: dict, course: dict[str, bytes]) -> dict:
                 for p in sorted(out.iterdir())
                 if p.suffix == ".ipynb" and stat.S_ISREG(p.lstat().st_mode)
             }
-            return {"student": student, "files": files, "log": ran.get("log", "")}
+            return {
+                "student": student,
+                "files": files,
+                "interruptions": list(INTERRUPTIONS),
+                "log": ran.get("log", ""),
+            }
         finally:
             shutil.rmtree(submitted, ignore_errors=True)
             shutil.rmtree(autograded, ignore_errors=True)
