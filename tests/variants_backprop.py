@@ -88,13 +88,37 @@ MUTANTS = [
     m(
         "naive sigmoid overflows far left",
         "value_functions_solution",
-        set(),
-        # Correct on the checks' moderate inputs: kept to prove the harness notices that a
-        # mutant survives (test_mutants asserts survivors are exactly the expected ones).
+        {"value_functions"},
+        # math.exp(800) raises OverflowError: the probe meets sigmoid at -800.
         (
             "    if self.data >= 0:\n        s = 1.0 / (1.0 + math.exp(-self.data))\n    else:\n"
             "        z = math.exp(self.data)\n        s = z / (1.0 + z)",
             "    s = 1.0 / (1.0 + math.exp(-self.data))",
+        ),
+    ),
+    m(
+        "tanh through exp(2x) overflows far right",
+        "value_functions_solution",
+        {"value_functions"},
+        (
+            'out = Value(math.tanh(self.data), (self,), "tanh")',
+            'e = math.exp(2 * self.data)\n    out = Value((e - 1) / (e + 1), (self,), "tanh")',
+        ),
+    ),
+    m(
+        "sigmoid through numpy's exp, nan far left",
+        "value_functions_solution",
+        {"value_functions"},
+        # np.exp(800) is inf with a warning: 1 / (1 + inf) is 0.0, but the derivative
+        # written as exp(-x) / (1 + exp(-x))**2 is inf / inf = nan.
+        (
+            "    if self.data >= 0:\n        s = 1.0 / (1.0 + math.exp(-self.data))\n    else:\n"
+            "        z = math.exp(self.data)\n        s = z / (1.0 + z)",
+            "    s = float(1.0 / (1.0 + np.exp(-self.data)))",
+        ),
+        (
+            "self.grad += s * (1.0 - s) * out.grad",
+            "e = np.exp(-self.data)\n        self.grad += float(e / (1.0 + e) ** 2) * out.grad",
         ),
     ),
     # Value: backward
@@ -173,7 +197,37 @@ MUTANTS = [
         {"eval_numerical_gradient"},
         ("    return grad", "    return grad.ravel()"),
     ),
+    m(
+        "nudges x.ravel(), a copy when x is not contiguous",
+        "eval_numerical_gradient_solution",
+        {"eval_numerical_gradient"},
+        (
+            "    for ix in np.ndindex(x.shape):\n        old = x[ix]\n        x[ix] = old + h\n"
+            "        f_plus = f(x)\n        x[ix] = old - h\n        f_minus = f(x)\n"
+            "        x[ix] = old\n        grad[ix] = (f_plus - f_minus) / (2 * h)",
+            "    flat, g = x.ravel(), grad.ravel()\n    for i in range(flat.size):\n"
+            "        old = flat[i]\n        flat[i] = old + h\n        f_plus = f(x)\n"
+            "        flat[i] = old - h\n        f_minus = f(x)\n        flat[i] = old\n"
+            "        g[i] = (f_plus - f_minus) / (2 * h)",
+        ),
+    ),
     # eval_numerical_gradient_array
+    m(
+        "array version nudges x.ravel(), a copy when x is not contiguous",
+        "eval_numerical_gradient_array_solution",
+        {"eval_numerical_gradient_array"},
+        (
+            "    for ix in np.ndindex(x.shape):\n        old = x[ix]\n        x[ix] = old + h\n"
+            "        f_plus = np.array(f(x), copy=True)\n        x[ix] = old - h\n"
+            "        f_minus = np.array(f(x), copy=True)\n        x[ix] = old\n"
+            "        grad[ix] =",
+            "    flat, g = x.ravel(), grad.ravel()\n    for i in range(flat.size):\n"
+            "        old = flat[i]\n        flat[i] = old + h\n"
+            "        f_plus = np.array(f(x), copy=True)\n        flat[i] = old - h\n"
+            "        f_minus = np.array(f(x), copy=True)\n        flat[i] = old\n"
+            "        g[i] =",
+        ),
+    ),
     m(
         "ignores the upstream gradient",
         "eval_numerical_gradient_array_solution",
@@ -234,7 +288,7 @@ MUTANTS.append(
 )
 
 # Mutants that the checks, by design, do not catch (see each one's comment).
-EXPECTED_SURVIVORS = {"naive sigmoid overflows far left"}
+EXPECTED_SURVIVORS: set[str] = set()
 
 
 ITERATIVE_BACKWARD = """\
@@ -444,10 +498,39 @@ def eval_numerical_gradient(f, x, h=1e-5):
     return grad
 '''
 
-COPY_GRADIENT = '''\
+# np.array(x, copy=True) keeps x's memory order (order="K"): for x = W.T the copy is
+# Fortran-ordered, its reshape(-1) is another copy, and nudging it changes nothing.
+COPY_GRADIENT_KEEPING_ORDER = '''\
 def eval_numerical_gradient(f, x, h=1e-5):
     """Never touches x: nudges a private copy, through a flat view of it."""
     work = np.array(x, dtype=float, copy=True)
+    flat = work.reshape(-1)
+    grad = np.empty(work.size)
+    for i in range(work.size):
+        keep = flat[i]
+        flat[i] = keep + h
+        up = float(f(work))
+        flat[i] = keep - h
+        down = float(f(work))
+        flat[i] = keep
+        grad[i] = (up - down) / (2 * h)
+    return grad.reshape(x.shape)
+'''
+
+MUTANTS.append(
+    Mutant(
+        "a private copy in x's memory order, nudged through reshape(-1)",
+        "eval_numerical_gradient_solution",
+        (),
+        frozenset({"eval_numerical_gradient"}),
+        code=COPY_GRADIENT_KEEPING_ORDER,
+    )
+)
+
+COPY_GRADIENT = '''\
+def eval_numerical_gradient(f, x, h=1e-5):
+    """Never touches x: nudges a private C-ordered copy, through a flat view of it."""
+    work = np.array(x, dtype=float, order="C", copy=True)
     flat = work.reshape(-1)
     grad = np.empty(work.size)
     for i in range(work.size):

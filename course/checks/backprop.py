@@ -135,6 +135,11 @@ def probe_value_functions(student, rng, out):
         else:
             name, points = f"{fname}(x) at an x < 0 and an x > 0", [[neg], [pos]]
         _record_expression(out, V, name, points, build, self_check=False)
+    # The numerics the notebook teaches first: exp(800) overflows a float64 (math.exp
+    # raises), so a sigmoid or tanh written through exp of the wrong sign fails here.
+    for fname in ("tanh", "sigmoid"):
+        name = f"{fname}(x) at x = -800 and x = 800"
+        _record_expression(out, V, name, [[-800.0], [800.0]], functions[fname], self_check=False)
 
 
 register(
@@ -147,7 +152,9 @@ register(
             "data": Rule(
                 "forward value of",
                 rtol=1e-12,
-                hint="the formula of this function (check it at a negative input too).",
+                hint="the formula of this function (check it at a negative input too, and "
+                "at +-800, where exp of a large positive number overflows: sigmoid's "
+                "stable form uses exp(-|x|), tanh's math.tanh).",
             ),
             "grad": Rule(
                 "derivative of",
@@ -371,6 +378,12 @@ def probe_numerical_gradient(student, rng, out):
             rng.standard_normal((2, 3, 4)),
             None,
         ),
+        "sum(w * x**2), x = a transposed (3, 4) array (not contiguous)": (
+            lambda x: np.sum(w * x**2),
+            lambda x: 2 * w * x,
+            rng.standard_normal((3, 4)).T,
+            None,
+        ),
         "sum(x**3) with h=1e-2": (
             lambda x: np.sum(x**3),
             lambda x: 3 * x**2,
@@ -394,7 +407,9 @@ register(
                 "numerical gradient of",
                 rtol=1e-7,
                 hint="use centred differences (f(x+h) - f(x-h)) / (2h) with the h "
-                "passed in, nudging one element of x at a time.",
+                "passed in, nudging one element of x itself at a time (x[ix] for ix in "
+                "np.ndindex(x.shape)); x.ravel() or x.flatten() of a non-contiguous x "
+                "is a copy, so nudging it leaves x alone.",
             ),
             "analytic": Rule(
                 "agreement with the analytic gradient, for",
@@ -417,6 +432,13 @@ def probe_numerical_gradient_array(student, rng, out):
             lambda x: np.tanh(x @ W),
             lambda x, df: (df * (1 - np.tanh(x @ W) ** 2)) @ W.T,
             rng.standard_normal((3, 5)),
+            rng.standard_normal((3, 4)),
+            None,
+        ),
+        "tanh(x @ W), x = a transposed (5, 3) array (not contiguous)": (
+            lambda x: np.tanh(x @ W),
+            lambda x, df: (df * (1 - np.tanh(x @ W) ** 2)) @ W.T,
+            rng.standard_normal((5, 3)).T,
             rng.standard_normal((3, 4)),
             None,
         ),

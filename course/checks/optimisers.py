@@ -9,7 +9,7 @@ never by the exact random numbers.
 
 import numpy as np
 
-from course.checks.multilayer import record_network_loss
+from course.checks.multilayer import INPUTS_RULE, record_network_loss
 from course.grader.model import Broken, Check, Rule, register
 
 NOTEBOOK = "04_optimisers/optimisers"
@@ -122,18 +122,20 @@ def _fcn_with(student, dims, params, reg):
 def probe_fully_connected_net(student, rng, out):
     Net = student.FullyConnectedNet
 
+    # Per weight matrix, never pooled: a last layer at a fixed scale hides among the others.
+    # The smallest matrix has 1,200 entries: its sample std is within 2% (one sigma).
+    dims = [60, 50, 40, 30]
+    layers = range(1, len(dims))
+
     def construction():
-        dims = [15, 20, 30, 7]
         net = Net(dims[1:-1], dims[0], dims[-1], weight_scale=0.23, dtype=np.float64, seed=3)
-        names = [f"{p}{i}" for i in range(1, len(dims)) for p in ("W", "b")]
+        names = [f"{p}{i}" for i in layers for p in ("W", "b")]
         if sorted(net.params) != sorted(names):
             raise KeyError(f"params has keys {sorted(net.params)}, expected W1, b1, ..., W3, b3")
         shapes = np.concatenate([np.shape(net.params[n]) for n in names]).astype(float)
-        weights = np.concatenate([net.params[n].ravel() for n in names if n[0] == "W"])
-        biases = np.concatenate([net.params[n].ravel() for n in names if n[0] == "b"])
-        scaled = abs(weights.std() / 0.23 - 1) < 0.12 and abs(weights.mean()) < 0.05
-        scaled = scaled or Broken("weights are not drawn from N(0, weight_scale**2)")
-        zero = bool(np.all(biases == 0)) or Broken("biases do not start at zero")
+        stds = [float(np.std(net.params[f"W{i}"])) for i in layers]
+        means = [abs(float(np.mean(net.params[f"W{i}"]))) / 0.23 for i in layers]
+        biases = np.concatenate([net.params[f"b{i}"].ravel() for i in layers]).astype(float)
         f64 = all(p.dtype == np.float64 for p in net.params.values())
         f32 = all(p.dtype == np.float32 for p in Net([4], 3, 2, seed=1).params.values())
         typed = (f64 and f32) or Broken(
@@ -145,9 +147,11 @@ def probe_fully_connected_net(student, rng, out):
         seeded = (np.array_equal(same, again) and not np.array_equal(same, other)) or Broken(
             "the same seed does not give the same weights (draw with np.random.default_rng(seed))"
         )
-        return shapes, scaled, zero, typed, seeded
+        return [shapes, *stds, *means, biases, typed, seeded]
 
-    keys = ["shapes:of W1, b1, ..., W3, b3", "init:weights", "init:biases", "dtype:", "seed:"]
+    keys = ["shapes:of W1, b1, ..., W3, b3"]
+    keys += [f"std:of W{i}" for i in layers] + [f"mean:of W{i}" for i in layers]
+    keys += ["init:biases", "dtype:", "seed:"]
     out.record(keys, construction)
 
     N = 8
@@ -155,6 +159,8 @@ def probe_fully_connected_net(student, rng, out):
         ([7, 4], "no hidden layer"),
         ([7, 6, 4], "one hidden layer"),
         ([7, 6, 5, 4], "two hidden layers"),
+        # Square weights: a transpose in the wrong place that square shapes let through.
+        ([6, 6, 6, 4], "two hidden layers, square W1 and W2"),
     ):
         params = _fcn_params(rng, dims)
         X = rng.standard_normal((N, dims[0]))
@@ -180,7 +186,19 @@ register(
         rules={
             "shapes": Rule("parameter shapes", rtol=0, hint="W_l (d_{l-1}, d_l), b_l (d_l,)."),
             # Weighted up: a construction key stands alone, a gradient has many siblings.
-            "init": Rule("initial", kind="true", weight=3, hint=""),
+            "std": Rule(
+                "standard deviation of the initial weights",
+                rtol=0.05,  # a ratio within about 10% of the reference's: five sigmas
+                weight=2,
+                hint="every W_l, the last one too, from N(0, weight_scale**2).",
+            ),
+            "mean": Rule(
+                "|mean| / weight_scale of the initial weights",
+                kind="below",
+                rtol=0.2,
+                hint="draw from a normal centred at 0.",
+            ),
+            "init": Rule("initial", rtol=0, weight=3, hint="biases start at zero."),
             "dtype": Rule("parameter dtype", kind="true", weight=3, hint=""),
             "seed": Rule("seed", kind="true", weight=3, hint=""),
             "scores": Rule(
@@ -205,6 +223,7 @@ register(
                 hint="a gradient does not match the loss it comes from.",
                 requires="loss",
             ),
+            "inputs": INPUTS_RULE,
         },
     )
 )
@@ -231,42 +250,50 @@ def rule_probe(function: str, given: dict, state: dict, curve_config: dict):
     """Probe an update rule.
 
     given: hyper-parameters for the "given config" run; state: {key: how to draw it from
-    rng} of state already in that config (as after earlier steps).
+    rng} of state already in that config (as after earlier steps). A rule with an epsilon
+    also meets dead units (gradients exactly 0 from zero state) and gradients far below
+    a given epsilon of 1, where an epsilon that is missing (0 / 0) or not read from config
+    (a hard-coded 1e-8) shows, and where its place, inside or outside the root, does not.
     """
 
     def probe(student, rng, out):
         rule = getattr(student, function)
         shape = (4, 3)
         w0, dws = _away_from_zero(rng, shape), [_away_from_zero(rng, shape) for _ in range(STEPS)]
-        starts = {"the default config": None}
         start = dict(given)
         for key, draw in state.items():
             start[key] = draw(rng, shape)
-        starts["a given config and state"] = start
+        state_keys = sorted(state)
 
-        for label, config in starts.items():
-            state_keys = sorted(state)
-
-            def run(config=config, state_keys=state_keys):
-                config = (
+        def record_run(label, config, steps):
+            def run():
+                current = (
                     None
                     if config is None
                     else {
                         k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in config.items()
                     }
                 )
-                w, path = w0.copy(), []
-                for dw in dws:
-                    w, config = rule(w, dw.copy(), config)
+                w, path, moved = w0.copy(), [], []
+                for dw in steps:
+                    # How much the call moved the arrays handed to it, raw: a rule that
+                    # changes w or dw in place (w += v) moves its caller's arrays.
+                    w_in, dw_in = np.array(w, dtype=np.float64), dw.copy()
+                    w_before = w_in.copy()
+                    w, current = rule(w_in, dw_in, current)
                     path.append(np.array(w, dtype=np.float64))
-                return [np.array(path)] + [
-                    np.asarray(config[k], dtype=np.float64) for k in state_keys
+                    moved.append(np.array([w_in - w_before, dw_in - dw]))
+                return [np.array(path), np.array(moved)] + [
+                    np.asarray(current[k], dtype=np.float64) for k in state_keys
                 ]
 
-            keys = [f"w:{STEPS} steps from {label}"] + [
-                f"state:{k} after {STEPS} steps from {label}" for k in state_keys
-            ]
+            n = len(steps)
+            keys = [f"w:{n} steps from {label}", f"inputs:w and dw moved by {n} calls from {label}"]
+            keys += [f"state:{k} after {n} steps from {label}" for k in state_keys]
             out.record(keys, run)
+
+        record_run("the default config", None, dws)
+        record_run("a given config and state", start, dws)
 
         def defaults():
             _, config = rule(w0.copy(), dws[0].copy(), None)
@@ -290,6 +317,13 @@ def rule_probe(function: str, given: dict, state: dict, curve_config: dict):
 
         out.record("curve:loss of softmax regression trained with your rule", curve)
 
+        if "epsilon" in given:  # drawn last: the earlier cases' inputs stay as they were
+            tiny = [1e-7 * _away_from_zero(rng, shape) for _ in range(STEPS)]
+            for dw in tiny:
+                dw[:, 1] = 0.0  # a dead unit: its gradient is exactly zero at every step
+            dead = {"learning_rate": given["learning_rate"], "epsilon": 1.0}
+            record_run("zero state, a dead unit, gradients near 1e-7 and epsilon 1", dead, tiny)
+
     return probe
 
 
@@ -298,6 +332,15 @@ def rule_rules(hint: str) -> dict[str, Rule]:
     # leaves it open for rmsprop), and catches every real mistake (off by 1e-3 or more).
     return {
         "w": Rule("weights after", rtol=1e-6, weight=2, hint=hint),
+        # Raw arrays, compared exactly with what the reference leaves (them unchanged).
+        "inputs": Rule(
+            "",
+            rtol=0,
+            weight=2,
+            hint="the rule changed w or dw in place (w += v, w -= ...): the caller's weights "
+            "move behind its back. Compute next_w as a new array (next_w = w + v); only "
+            "config's own state may change.",
+        ),
         "state": Rule("config", rtol=1e-6, hint="the state must be stored back into config."),
         "defaults": Rule(
             "default values", rtol=1e-12, hint="use config.setdefault with the API's defaults."
