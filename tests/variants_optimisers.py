@@ -1,6 +1,6 @@
 """Student variants of assignment 04 for the mutation harness (see tests/variant_kinds.py)."""
 
-from tests.variant_kinds import Alternate, Mutant, m
+from tests.variant_kinds import Alternate, Convention, Mutant, m
 
 ASSIGNMENT, NOTEBOOK = "04_optimisers", "optimisers"
 
@@ -598,3 +598,90 @@ GRADED_FUNCTIONS = {
     "adam": {ADAM},
     "adamw": {ADAMW},
 }
+
+# Other well-known conventions: they lose points (the course's convention is the API), and
+# the feedback names them.
+MOMENTUM_PYTORCH = """\
+def sgd_momentum(w, dw, config=None):
+    \"\"\"PyTorch's convention: the velocity accumulates raw gradients.\"\"\"
+    if config is None:
+        config = {}
+    config.setdefault("learning_rate", 1e-2)
+    config.setdefault("momentum", 0.9)
+    v = config["momentum"] * config.get("velocity", np.zeros_like(w)) + dw
+    config["velocity"] = v
+    return w - config["learning_rate"] * v, config
+"""
+
+ADAMW_BODY = """\
+def adamw(w, dw, config=None):
+    if config is None:
+        config = {}
+    config.setdefault("weight_decay", 1e-2)
+    for key, value in (("learning_rate", 1e-3), ("beta1", 0.9), ("beta2", 0.999),
+                       ("epsilon", 1e-8), ("t", 0)):
+        config.setdefault(key, value)
+    config.setdefault("m", np.zeros_like(w))
+    config.setdefault("v", np.zeros_like(w))
+    config["t"] += 1
+    b1, b2, t = config["beta1"], config["beta2"], config["t"]
+    config["m"] = b1 * config["m"] + (1 - b1) * dw
+    config["v"] = b2 * config["v"] + (1 - b2) * dw**2
+    step = (config["m"] / (1 - b1**t)) / (np.sqrt(config["v"] / (1 - b2**t)) + config["epsilon"])
+"""
+
+ADAMW_PAPER = (
+    ADAMW_BODY
+    + """\
+    # Loshchilov and Hutter's Algorithm 2: eta_t (the schedule multiplier, 1 here) times
+    # (alpha * step + lambda * w): the decay is not multiplied by the learning rate.
+    return w - (config["learning_rate"] * step + config["weight_decay"] * w), config
+"""
+)
+
+ADAMW_DECAY_AFTER = (
+    ADAMW_BODY
+    + """\
+    stepped = w - config["learning_rate"] * step
+    return stepped - config["learning_rate"] * config["weight_decay"] * stepped, config
+"""
+)
+
+INIT_GLOROT = """\
+def weight_init(fan_in, fan_out, scheme, rng):
+    \"\"\"Glorot and Bengio's own Xavier: the fans averaged.\"\"\"
+    if scheme == "xavier":
+        std = np.sqrt(2.0 / (fan_in + fan_out))
+    elif scheme == "he":
+        std = np.sqrt(2.0 / fan_in)
+    else:
+        std = float(scheme)
+    return rng.normal(0.0, std, size=(fan_in, fan_out))
+"""
+
+CONVENTIONS = [
+    Convention(
+        "momentum in PyTorch's convention",
+        {MOMENTUM: MOMENTUM_PYTORCH},
+        frozenset({"sgd_momentum"}),
+        "PyTorch",
+    ),
+    Convention(
+        "AdamW as the paper writes it (decay times the schedule multiplier)",
+        {ADAMW: ADAMW_PAPER},
+        frozenset({"adamw"}),
+        "Loshchilov and Hutter",
+    ),
+    Convention(
+        "AdamW decaying the weights after Adam's step",
+        {ADAMW: ADAMW_DECAY_AFTER},
+        frozenset({"adamw"}),
+        "after Adam's step",
+    ),
+    Convention(
+        "Xavier as Glorot's 2 / (fan_in + fan_out)",
+        {INIT: INIT_GLOROT},
+        frozenset({"weight_init"}),
+        "Glorot and Bengio",
+    ),
+]

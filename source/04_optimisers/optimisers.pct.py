@@ -83,8 +83,11 @@ def softmax_loss(x, y):
 # with $n_\text{in} \sigma^2 > 1$ it explodes. The backward pass multiplies gradients by
 # the same weights, so they shrink or explode too.
 #
-# - **Xavier** (Glorot and Bengio, 2010): $\sigma = \sqrt{1 / n_\text{in}}$ keeps the
-#   variance for an activation that is linear near 0, such as tanh.
+# - **Xavier**, in this course's convention: $\sigma = \sqrt{1 / n_\text{in}}$ keeps the
+#   forward variance for an activation that is linear near 0, such as tanh. That is LeCun's
+#   form (LeCun et al., 1998; PyTorch's `fan_in` mode). Glorot and Bengio (2010) average
+#   the two directions, $\sigma = \sqrt{2 / (n_\text{in} + n_\text{out})}$, to keep the
+#   backward variance too; with equal fans the two agree. `weight_init` uses the fan_in form.
 # - **He** (He et al., 2015): ReLU zeroes half of its inputs and so halves the variance;
 #   $\sigma = \sqrt{2 / n_\text{in}}$ makes up for it.
 #
@@ -399,6 +402,11 @@ plt.show()
 # gradient keeps its sign, steps grow up to $1 / (1 - \mu)$ times; across a narrow valley,
 # where it flips, they cancel. Keys: `learning_rate` (1e-2), `momentum` (0.9), `velocity`
 # (zeros like w at first).
+#
+# This is CS231n's convention (Sutskever et al., 2013). PyTorch's `SGD` keeps
+# $v \leftarrow \mu v + dw$ and steps $w \leftarrow w - \eta v$: the same steps from zero
+# velocity at a fixed rate, but its velocity is $-v / \eta$ in this notebook's terms, so the
+# two disagree once the rate changes or a velocity is handed over. Use this one: it is the API.
 
 
 # %% nbgrader={"grade": false, "grade_id": "sgd_momentum_solution", "locked": false, "schema_version": 3, "solution": true}
@@ -489,10 +497,17 @@ def adam(w, dw, config=None):
 #
 # Adam with **decoupled** weight decay (Loshchilov and Hutter, 2019): the decay is not
 # added to the gradient, where Adam's normalisation would rescale it coordinate by
-# coordinate, but applied to the weights directly:
+# coordinate, but applied to the weights directly. This course writes it in **PyTorch's
+# convention**, the decay multiplied by the learning rate:
 #
 # $$w \leftarrow w - \eta \left(\frac{\hat m}{\sqrt{\hat v} + \epsilon} +
 # \lambda_\text{wd}\, w\right).$$
+#
+# The paper's Algorithm 2 writes $w \leftarrow w - \eta_t \left(\alpha \frac{\hat m}
+# {\sqrt{\hat v} + \epsilon} + \lambda w\right)$, where $\eta_t$ is a schedule multiplier
+# (1 without a schedule) and $\alpha$ the step size: there the decay does not scale with
+# $\alpha$, so the same $\lambda$ is a far stronger decay. PyTorch folds it into the learning
+# rate, which makes $\lambda$ and the rate interact; this notebook's `adamw` follows PyTorch.
 #
 # Keys: those of `adam`, plus `weight_decay` (1e-2).
 
