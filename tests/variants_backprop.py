@@ -610,3 +610,152 @@ GRADED_FUNCTIONS = {
     "eval_numerical_gradient": {"eval_numerical_gradient_solution"},
     "eval_numerical_gradient_array": {"eval_numerical_gradient_array_solution"},
 }
+
+# ------------------------------------------------------------------- by hand
+BY_HAND, SOFTMAX_BY_HAND = "backprop_by_hand", "softmax_ce_by_hand_solution"
+
+MUTANTS += [
+    m(
+        "by hand: dW2 as ds.T @ h, transposed back only when the shapes disagree",
+        BY_HAND,
+        {"by_hand_gradients"},
+        ("dW2 = h.T @ ds", "dW2 = ds.T @ h\n    if dW2.shape != W2.shape:\n        dW2 = dW2.T"),
+    ),
+    m(
+        "by hand: tanh derivative 1 - z**2",
+        BY_HAND,
+        {"by_hand_gradients"},
+        ("dz = (1 - h**2) * dh", "dz = (1 - z**2) * dh"),
+    ),
+    m(
+        "by hand: ds not divided by N",
+        BY_HAND,
+        {"by_hand_gradients"},
+        ("ds = (s - Y) / N", "ds = s - Y"),
+    ),
+    m(
+        "by hand: db1 is dz's mean",
+        BY_HAND,
+        {"by_hand_gradients"},
+        ("db1 = dz.sum(axis=0)", "db1 = dz.mean(axis=0)"),
+    ),
+    m(
+        "softmax by hand: log_sum's gradient with the wrong sign",
+        SOFTMAX_BY_HAND,
+        {"softmax_by_hand"},
+        (
+            "dlog_sum = -dlog_probs.sum(axis=1, keepdims=True)",
+            "dlog_sum = dlog_probs.sum(axis=1, keepdims=True)",
+        ),
+    ),
+    m(
+        "softmax by hand: shifted's direct path forgotten",
+        SOFTMAX_BY_HAND,
+        {"softmax_by_hand"},
+        ("dshifted = dlog_probs + e * dexp", "dshifted = e * dexp"),
+    ),
+    m(
+        "softmax by hand: no shift (overflows near 1e3)",
+        SOFTMAX_BY_HAND,
+        {"softmax_by_hand"},
+        ("m = S.max(axis=1, keepdims=True)", "m = np.zeros((S.shape[0], 1))"),
+    ),
+    m(
+        "softmax by hand: the max's gradient taken as dS's row sums",
+        SOFTMAX_BY_HAND,
+        {"softmax_by_hand"},
+        (
+            "dmax = -dshifted.sum(axis=1, keepdims=True)",
+            "dmax = -np.abs(dshifted).sum(axis=1, keepdims=True)",
+        ),
+    ),
+]
+
+BY_HAND_SEQUENTIAL = '''\
+def backprop_by_hand(X, W1, b1, W2, b2, Y):
+    """np.dot and einsum, the gradients filled in as they come."""
+    N = len(X)
+    h = np.tanh(np.dot(X, W1) + b1)
+    s = np.dot(h, W2) + b2
+    grads = {"s": (s - Y) / N}
+    grads["W2"] = np.einsum("nh,nm->hm", h, grads["s"])
+    grads["b2"] = np.einsum("nm->m", grads["s"])
+    grads["h"] = np.dot(grads["s"], W2.T)
+    grads["z"] = grads["h"] * (1.0 - h * h)
+    grads["W1"] = np.dot(X.T, grads["z"])
+    grads["b1"] = grads["z"].sum(0)
+    grads["X"] = np.dot(grads["z"], W1.T)
+    return 0.5 * np.sum(np.square(s - Y)) / N, grads
+'''
+
+BY_HAND_COSH = '''\
+def backprop_by_hand(X, W1, b1, W2, b2, Y):
+    """tanh's derivative as 1 / cosh(z)**2, and the loss as a mean over rows."""
+    z = X @ W1 + b1
+    h = np.tanh(z)
+    s = h @ W2 + b2
+    r = s - Y
+    ds = r / X.shape[0]
+    dh = ds @ W2.T
+    dz = dh / np.cosh(z) ** 2
+    return 0.5 * np.mean(np.sum(r * r, axis=1)), {
+        "s": ds, "h": dh, "z": dz, "W2": h.T @ ds, "b2": ds.sum(0),
+        "W1": X.T @ dz, "b1": dz.sum(0), "X": dz @ W1.T,
+    }
+'''
+
+SOFTMAX_BY_HAND_DIRECT = '''\
+def softmax_ce_by_hand(S, y):
+    """Every gradient written from p directly; the max's path left out (it is zero)."""
+    N, C = S.shape
+    rows = np.arange(N)
+    m = np.max(S, axis=1, keepdims=True)
+    e = np.exp(S - m)
+    total = np.sum(e, axis=1, keepdims=True)
+    p = e / total
+    one_hot = np.zeros((N, C))
+    one_hot[rows, y] = 1.0
+    log_probs = S - m - np.log(total)
+    dS = (p - one_hot) / N
+    return -np.mean(log_probs[rows, y]), {
+        "log_probs": -one_hot / N,
+        "log_sum": np.full((N, 1), 1.0 / N),
+        "sum": 1.0 / (N * total),
+        "exp": np.repeat(1.0 / (N * total), C, axis=1),
+        "shifted": dS,
+        "max": -dS.sum(axis=1, keepdims=True),
+        "S": dS,
+    }
+'''
+
+SOFTMAX_BY_HAND_LOGADDEXP = '''\
+def softmax_ce_by_hand(S, y):
+    """log_sum through np.logaddexp.reduce; gradients by the chain rule, step by step."""
+    N = len(S)
+    m = S.max(axis=1, keepdims=True)
+    shifted = S - m
+    log_sum = np.logaddexp.reduce(shifted, axis=1, keepdims=True)
+    total = np.exp(log_sum)
+    e = np.exp(shifted)
+    log_probs = shifted - log_sum
+    d_lp = np.zeros(S.shape)
+    np.put_along_axis(d_lp, y[:, None], -1.0 / N, axis=1)
+    d_ls = -np.sum(d_lp, axis=1, keepdims=True)
+    d_sum = d_ls / total
+    d_exp = d_sum * np.ones_like(S)
+    d_sh = d_lp + d_exp * e
+    d_m = -np.sum(d_sh, axis=1, keepdims=True)
+    loss = -np.take_along_axis(log_probs, y[:, None], axis=1).mean()
+    return loss, {"log_probs": d_lp, "log_sum": d_ls, "sum": d_sum, "exp": d_exp,
+                  "shifted": d_sh, "max": d_m, "S": d_sh}
+'''
+
+ALTERNATES += [
+    Alternate("by hand with np.dot and einsum", {BY_HAND: BY_HAND_SEQUENTIAL}),
+    Alternate("by hand with cosh", {BY_HAND: BY_HAND_COSH}),
+    Alternate("softmax by hand from p directly", {SOFTMAX_BY_HAND: SOFTMAX_BY_HAND_DIRECT}),
+    Alternate("softmax by hand with logaddexp", {SOFTMAX_BY_HAND: SOFTMAX_BY_HAND_LOGADDEXP}),
+]
+
+GRADED_FUNCTIONS["backprop_by_hand"] = {BY_HAND}
+GRADED_FUNCTIONS["softmax_ce_by_hand"] = {SOFTMAX_BY_HAND}

@@ -529,3 +529,109 @@ register(
         },
     )
 )
+
+
+# ------------------------------------------------------------------- backprop by hand
+
+BY_HAND_NAMES = ("s", "h", "z", "W2", "b2", "W1", "b1", "X")
+
+
+def _grads_of(grads, names):
+    """Each named gradient, or Broken if the dict lacks it."""
+    if not isinstance(grads, dict):
+        raise TypeError(f"grads is a {type(grads).__name__}, not a dict")
+    return [grads[n] if n in grads else Broken(f"grads has no key {n!r}") for n in names]
+
+
+def probe_backprop_by_hand(student, rng, out):
+    # N, D, H, M all different, then square W1 and W2 (D = H = M): a transpose in the
+    # wrong place that square shapes let through.
+    for label, (N, D, H, M) in (
+        ("N, D, H, M = 6, 5, 4, 3", (6, 5, 4, 3)),
+        ("square W1, W2", (5, 4, 4, 4)),
+    ):
+        X, Y = rng.standard_normal((N, D)), rng.standard_normal((N, M))
+        W1, b1 = rng.standard_normal((D, H)), rng.standard_normal(H)
+        W2, b2 = rng.standard_normal((H, M)), rng.standard_normal(M)
+
+        def compute(args=(X, W1, b1, W2, b2, Y)):
+            loss, grads = student.backprop_by_hand(*[a.copy() for a in args])
+            return [loss, *_grads_of(grads, BY_HAND_NAMES)]
+
+        keys = [f"loss:{label}"] + [f"grad:d{n}, {label}" for n in BY_HAND_NAMES]
+        out.record(keys, compute)
+
+
+register(
+    Check(
+        name="by_hand_gradients",
+        notebook=NOTEBOOK,
+        points=3,
+        probe=probe_backprop_by_hand,
+        rules={
+            "loss": Rule("loss for", rtol=1e-10, hint="0.5 * sum((s - Y)**2) / N."),
+            "grad": Rule(
+                "gradient",
+                rtol=1e-8,
+                hint="derive each gradient from the one after it: ds = (s - Y) / N, "
+                "dW2 = h.T @ ds, db2 = ds.sum(axis=0), dh = ds @ W2.T, dz = (1 - h**2) * dh, "
+                "and so on; a gradient has its variable's shape.",
+            ),
+        },
+    )
+)
+
+SOFTMAX_BY_HAND_NAMES = ("log_probs", "log_sum", "sum", "exp", "shifted", "S")
+
+
+def probe_softmax_by_hand(student, rng, out):
+    N, C = 7, 5
+    cases = {
+        "ordinary scores": 2.0 * rng.standard_normal((N, C)),
+        "scores near 1e3": 600.0 * rng.standard_normal((N, C)),
+    }
+    for label, S in cases.items():
+        y = rng.integers(0, C, N)
+
+        def compute(S=S, y=y):
+            loss, grads = student.softmax_ce_by_hand(S.copy(), y.copy())
+            found = _grads_of(grads, SOFTMAX_BY_HAND_NAMES + ("max",))
+            dmax = found[-1]
+            # The shift's gradient is zero in exact arithmetic: its size, as measured.
+            size = dmax if isinstance(dmax, Broken) else float(np.max(np.abs(dmax)))
+            return [loss, *found[:-1], size]
+
+        keys = [f"loss:{label}"] + [f"grad:d{n}, {label}" for n in SOFTMAX_BY_HAND_NAMES]
+        out.record([*keys, f"shift:dmax, {label}"], compute)
+
+
+register(
+    Check(
+        name="softmax_by_hand",
+        notebook=NOTEBOOK,
+        points=2,
+        probe=probe_softmax_by_hand,
+        rules={
+            "loss": Rule(
+                "loss at",
+                rtol=1e-10,
+                hint="-mean of log_probs[rows, y], log_probs by log-sum-exp of the shifted scores.",
+            ),
+            "grad": Rule(
+                "gradient",
+                rtol=1e-8,
+                hint="dlog_probs is -1/N at (i, y_i), 0 elsewhere; dlog_sum = -(row sums of "
+                "dlog_probs); dsum = dlog_sum / sum; dexp = dsum broadcast over the row; "
+                "dshifted = dlog_probs + exp * dsum, which collapses to (p - one_hot(y)) / N; "
+                "dS = dshifted (the max's path adds nothing).",
+            ),
+            "shift": Rule(
+                "largest |gradient| of the row maximum,",
+                kind="below",
+                rtol=1e-12,
+                hint="dmax = -(row sums of dshifted), zero because each row of p - one_hot(y) "
+                "sums to 0: shifting every score of a row by the same amount changes no p.",
+            ),
+        },
+    )
+)
