@@ -493,15 +493,28 @@ for name, loss_fn in (("SVM", svm_loss_vectorized), ("softmax", softmax_loss_vec
     W, _ = train_linear(loss_fn, X_train, y_train, num_classes, lr, reg)
     test_accuracy = accuracy(X_test @ W, y_test)
     print(f"{name:>7}: chosen lr {lr:g}, reg {reg:g}: test accuracy {test_accuracy:.3f}")
+    i, j = learning_rates.index(lr), regs.index(reg)
+    if i in (0, len(learning_rates) - 1) or j in (0, len(regs) - 1):
+        print(
+            f"{'':>7}  the best is on the grid's edge: extend the grid past it before trusting it"
+        )
+
+# The lr = reg = 1 corner: the regulariser's factor is 1 - 2 * lr * reg = -1.
+for steps in (200, 201):
+    W, _ = train_linear(svm_loss_vectorized, X_train, y_train, num_classes, 1.0, 1.0, steps=steps)
+    print(f"SVM, lr = reg = 1, {steps} steps: validation accuracy {accuracy(X_val @ W, y_val):.3f}")
 
 # %% [markdown]
 # Read the corners. A small learning rate leaves 200 steps short of the optimum. Strong
 # regularisation shrinks every template towards zero. And the two interact: the
 # regulariser alone multiplies $W$ by $1 - 2\,\eta\,\lambda$ each step, so with
-# $\eta = \lambda = 1$ that factor is $-1$: the weights flip sign every step, and the
-# classifier is no better than chance. Between the corners lies a plateau of good settings,
-# and where it lies depends on the loss, the data's scale and the number of steps: none of
-# it is visible in the loss's formula.
+# $\eta = \lambda = 1$ that factor is $-1$: the weights flip sign every step, so what
+# that corner scores depends on whether the number of steps is even or odd (the two runs
+# printed above, 200 and 201 steps), not on anything learned. Between the corners lies a
+# plateau of good settings, and where it lies depends on the loss, the data's scale and the
+# number of steps: none of it is visible in the loss's formula. If the best setting is on
+# the grid's edge (the line printed above says so), the grid is too small: extend it in
+# that direction before choosing.
 #
 # ## What to take away
 #
