@@ -2,43 +2,59 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-stamp
-# Student mode: a private Jupyter config with nbgrader's instructor tools turned off.
-STUDENT_CONFIG := $(CURDIR)/course/jupyter/student
+STAMP  := $(VENV)/.runtime-stamp
+DEV_STAMP := $(VENV)/.dev-stamp
 PORT ?= 8888
 
-.PHONY: setup sandbox workspace lab lab-instructor test release demo bench format lint clean
+.PHONY: setup dev sandbox workspace lab lab-instructor hub test release demo bench format lint clean
 
+# Learners get the runtime only (JupyterLab, nbgrader, NumPy, Matplotlib, ...); the test
+# tools (pytest, Playwright, ...) and the cluster extra (Dask, psycopg) come with `make test`
+# or `make dev`. pip prints what it installs: the first set-up takes a minute or two.
 setup: $(STAMP) sandbox
+
+dev: $(DEV_STAMP) sandbox
 
 # Grading kernels run in bubblewrap (README: "The sandbox"). Installed here when missing
 # and this is a Debian-like machine where we are root; elsewhere, a clear message.
 sandbox:
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
 		{ apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; } ; } || \
-		echo "warning: bubblewrap (bwrap) is missing: install it to grade (see README)"
+		echo "warning: bubblewrap (bwrap) is missing: install it to grade (see README); \
+	a learner can still use 'course check --unsandboxed'"
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "python3 >= 3.11 is needed")'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev,cluster]'
+	@echo "Installing the course's runtime into $(VENV)/ (about 1-2 minutes the first time)..."
+	$(BIN)/python -m pip install --disable-pip-version-check --progress-bar on \
+		-c constraints.txt -e .
 	touch $(STAMP)
+
+$(DEV_STAMP): $(STAMP)
+	@echo "Installing the test tools and the cluster extra into $(VENV)/..."
+	$(BIN)/python -m pip install --disable-pip-version-check --progress-bar on \
+		-c constraints.txt -e '.[dev,cluster]'
+	touch $(DEV_STAMP)
 
 # A learner's working copy of each released assignment lives in work/ (never overwritten).
 workspace: setup
 	$(BIN)/python -m course.workspace
 
-# Root (as in containers) must say so to Jupyter.
-ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
-
-lab: workspace
-	JUPYTER_CONFIG_DIR=$(STUDENT_CONFIG) $(BIN)/jupyter lab --port=$(PORT) $(ALLOW_ROOT) \
-		--ServerApp.root_dir=$(CURDIR) --LabApp.default_url=/lab/tree/work/START.ipynb
+# `course lab` also puts .venv/bin on PATH: the formgrader runs `alembic` by name.
+lab: setup
+	$(BIN)/course lab -- --port=$(PORT)
 
 lab-instructor: setup
-	$(BIN)/jupyter lab --port=$(PORT) $(ALLOW_ROOT) --ServerApp.root_dir=$(CURDIR)
+	$(BIN)/course lab --instructor -- --port=$(PORT)
 
-test: setup
+# The class on JupyterHub for a try-out, as root (README: "A class on JupyterHub"):
+# installs into /opt/everything-leaks, adds an instructor and two students, prints how to
+# log in and runs the hub on 127.0.0.1:8000. `hub/try --remove` deletes the accounts.
+hub:
+	hub/try
+
+test: dev lint
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 release: setup
@@ -50,12 +66,13 @@ demo: setup
 bench: setup
 	$(BIN)/course bench
 
-format: setup
+format: dev
 	$(BIN)/ruff format course tests nbgrader_config.py source
 	$(BIN)/ruff check --fix course tests nbgrader_config.py source
 
-lint: setup
+lint: dev
 	$(BIN)/ruff check course tests nbgrader_config.py source
+	$(BIN)/ruff format --check course tests nbgrader_config.py source
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache gradebook.db submitted autograded/*/ feedback .nbgrader

@@ -13,13 +13,22 @@ from nbgrader.preprocessors import (
     AssignLatePenalties,
     CheckCellMetadata,
     ClearHiddenTests,
+    ClearMarkScheme,
+    ClearOutput,
+    ComputeChecksums,
     GetGrades,
     IgnorePattern,
+    IncludeHeaderFooter,
+    InstantiateTests,
     LimitOutput,
+    LockCells,
     SaveAutoGrades,
+    SaveCells,
 )
 
-from course.grader.nbgrader_ext import GuardedExecute, JudgeHiddenChecks
+from course.authoring.stubs import NamedStubs
+from course.checks import slow_grade_cells
+from course.grader.nbgrader_ext import GuardedExecute, JudgeHiddenChecks, SeedHiddenChecks
 from course.paths import gradebook_url
 
 ROOT = Path(__file__).resolve().parent
@@ -44,7 +53,8 @@ c.Exchange.root = os.environ.get("NBGRADER_EXCHANGE", str(ROOT / ".nbgrader" / "
 # Per-cell timeouts, in seconds: the grade cells that train a model get three times as
 # long. COURSE_CELL_TIMEOUT scales them all (a slow grading machine, or a test of loops).
 CELL_TIMEOUT = int(os.environ.get("COURSE_CELL_TIMEOUT", "60"))
-TRAINING_GRADE_CELLS = {"mlp_training", "two_layer_training"}
+# Which cells train is declared by each assignment (`slow_cells` in course/checks/<name>.py).
+TRAINING_GRADE_CELLS = slow_grade_cells()
 
 
 def _cell_timeout(cell):
@@ -59,8 +69,10 @@ c.Execute.timeout_func = _cell_timeout
 c.Execute.iopub_timeout = 10
 
 # Hidden checks only record results in the student's kernel; the verdict is decided here,
-# in the grader's process, right after execution (course/grader/nbgrader_ext.py).
+# in the grader's process, right after execution (course/grader/nbgrader_ext.py), on inputs
+# drawn from this course's secret (.nbgrader/secret, course/grader/inputs.py).
 c.Autograde.autograde_preprocessors = [
+    SeedHiddenChecks,
     GuardedExecute,
     JudgeHiddenChecks,
     IgnorePattern,
@@ -70,6 +82,28 @@ c.Autograde.autograde_preprocessors = [
     AssignLatePenalties,
     CheckCellMetadata,
 ]
+
+# Released stubs say which exercise and function they stand for (course/authoring/stubs.py):
+# nbgrader's default preprocessors, with NamedStubs in place of ClearSolutions.
+c.GenerateAssignment.preprocessors = [
+    IncludeHeaderFooter,
+    InstantiateTests,
+    LockCells,
+    NamedStubs,
+    ClearOutput,
+    CheckCellMetadata,
+    ComputeChecksums,
+    SaveCells,
+    ClearHiddenTests,
+    ClearMarkScheme,
+    ComputeChecksums,
+    CheckCellMetadata,
+]
+
+# Validate (the lab's button and `nbgrader validate`) fails on every cell that raises or
+# writes to stderr, not only on grade cells: the hidden checks are hidden, so without this
+# it had nothing to fail on. A "check it" cell reports a failure on stderr (course.notebook).
+c.Validator.validate_all = True
 
 # A student who deletes or retags a test cell gets it back, and it is graded.
 c.OverwriteCells.add_missing_cells = True

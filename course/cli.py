@@ -3,7 +3,11 @@
 course build        text sources -> source notebooks, release/, references/
 course references   only recompute references/ from the source solutions
 course grade A      autograde every submission of assignment A; report problems
-course demo         the instructor's pipeline on bundled demo students, in a scratch copy
+course export       carry your exported cells of work/ into the later assignments' folders
+course lab          open JupyterLab as a learner (--instructor: with every nbgrader tool)
+course check NB     grade one notebook of yours, as the instructor would
+course validate NB  run a notebook as Validate does; exit 1 when a cell fails
+course demo         the instructor's pipeline on bundled demo students, kept in demo/course
 course bench        notebook and autograding timings
 """
 
@@ -41,6 +45,7 @@ def _references(args) -> int:
 
 def _grade(args) -> int:
     from course.grader import autograde
+    from course.grader.nbgrader_ext import GraderFault
     from course.grader.sandbox import SandboxUnavailable
 
     try:
@@ -48,12 +53,14 @@ def _grade(args) -> int:
             course_root(),
             args.assignment,
             sandboxed=not args.unsandboxed,
-            workers=args.workers,
             scheduler=args.scheduler,
-            force=args.force,
+            **{k: v for k, v in vars(args).items() if k in ("workers", "force")},
         )
     except SandboxUnavailable as exc:
         print(f"course grade: nothing graded: {exc}", file=sys.stderr)
+        return 2
+    except GraderFault as exc:
+        print(f"course grade: the grader failed, not the students: {exc}", file=sys.stderr)
         return 2
     autograde.print_table(statuses)
     return 0 if all(s.graded and not s.problems for s in statuses) else 1
@@ -70,10 +77,43 @@ def _check(args) -> int:
         return 2
 
 
+def _export(args) -> int:
+    from course.carry import export
+
+    root = course_root()
+    work = Path(args.work) if args.work else root / "work"
+    if not work.is_dir():
+        print(f"course export: no folder {work}: run `make lab` first", file=sys.stderr)
+        return 2
+    if args.assignment and not (work / args.assignment).is_dir():
+        print(f"course export: no assignment folder {work / args.assignment}", file=sys.stderr)
+        return 2
+    written = export(root, only=args.assignment, work=work)
+    if not written:
+        print("course export: every carried module is up to date")
+    return 0
+
+
+def _validate(args) -> int:
+    from course import selfcheck
+
+    try:
+        return selfcheck.validate(Path(args.notebook))
+    except FileNotFoundError as exc:
+        print(f"course validate: {exc}", file=sys.stderr)
+        return 2
+
+
+def _lab(args) -> int:
+    from course import workspace
+
+    return workspace.lab(instructor=args.instructor, extra=args.jupyter_args, root=args.course)
+
+
 def _demo(args) -> int:
     from course.authoring import demo
 
-    return demo.main(keep=args.keep)
+    return demo.main(into=args.into)
 
 
 def _bench(args) -> int:
@@ -91,10 +131,11 @@ def main(argv: list[str] | None = None) -> int:
         "grade", help="autograde every submission; report what needs attention"
     )
     grade.add_argument("assignment", help="e.g. 01_backprop")
+    # One source of defaults, autograde.grade's: an option left out is not passed on.
     grade.add_argument(
         "--workers",
         type=int,
-        default=os.cpu_count() or 1,
+        default=argparse.SUPPRESS,
         help="execute this many submissions at once (default: one per core)",
     )
     grade.add_argument(
@@ -103,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     grade.add_argument(
         "--force",
         action="store_true",
+        default=argparse.SUPPRESS,
         help="regrade every submission, not only the new or changed ones",
     )
     grade.add_argument(
@@ -120,8 +162,49 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run the kernel without the sandbox (where bubblewrap is missing)",
     )
-    demo = commands.add_parser("demo", help="autograde bundled demo students; print the grades")
-    demo.add_argument("--keep", action="store_true", help="keep the scratch course directory")
+    export = commands.add_parser(
+        "export",
+        help="write your `#| export` cells of work/<a>/ into my_<a>.py of each later assignment",
+    )
+    export.add_argument(
+        "assignment", nargs="?", help="only into this assignment's folder, e.g. 04_optimisers"
+    )
+    export.add_argument(
+        "--work",
+        metavar="DIR",
+        help="the folder holding your assignment folders (default: work/ of the course)",
+    )
+    validate = commands.add_parser(
+        "validate",
+        help="run a notebook from a fresh kernel as Validate does; exit 1 if any cell fails",
+    )
+    validate.add_argument("notebook", help="e.g. work/01_backprop/backprop.ipynb")
+    lab = commands.add_parser(
+        "lab",
+        help="copy new assignments into work/ and open JupyterLab on the start page "
+        "(what `make lab` does, on every platform)",
+    )
+    lab.add_argument(
+        "--instructor",
+        action="store_true",
+        help="every nbgrader tool, formgrader included (what `make lab-instructor` does)",
+    )
+    lab.add_argument(
+        "--course",
+        type=Path,
+        help="another course directory, e.g. demo/course (default: this checkout's)",
+    )
+    lab.add_argument(
+        "jupyter_args", nargs="*", help="passed to `jupyter lab` after `--`, e.g. -- --port=8890"
+    )
+    demo = commands.add_parser(
+        "demo",
+        help="a graded demo class in demo/course (open it with `course lab --instructor "
+        "--course demo/course`)",
+    )
+    demo.add_argument(
+        "--into", type=Path, help="folder of the demo (default: demo/ in the course directory)"
+    )
     bench = commands.add_parser(
         "bench", help="time every notebook and the autograding of one submission"
     )
@@ -143,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
         "references": _references,
         "grade": _grade,
         "check": _check,
+        "export": _export,
+        "validate": _validate,
+        "lab": _lab,
         "demo": _demo,
         "bench": _bench,
     }

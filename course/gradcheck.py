@@ -1,8 +1,9 @@
-"""Gradient checking: relative error, numerical gradients, per-variable tables.
+"""Gradient checking: relative error, the error of a gradient against centred differences,
+per-variable tables.
 
-Used by every assignment after 01 (where learners write their own checker first) and by
-the hidden checks. Centred differences in float64: the truncation error is O(h**2) and
-the rounding error O(eps / h), so h = 1e-5 keeps both near 1e-10.
+Used by every assignment after 01 (where learners write their own checker first); the
+grader's measures use rel_error. Centred differences in float64: the truncation error is
+O(h**2) and the rounding error O(eps / h), so h = 1e-5 keeps both near 1e-10.
 """
 
 from collections.abc import Callable, Mapping
@@ -12,38 +13,54 @@ import numpy as np
 
 def rel_error(x, y) -> float:
     """max(|x - y| / max(1e-8, |x| + |y|)), elementwise; 0.0 for empty arrays."""
+    errors = relative_errors(x, y)
+    return float(np.max(errors)) if errors.size else 0.0
+
+
+def relative_errors(x, y) -> np.ndarray:
+    """|x - y| / max(1e-8, |x| + |y|), element by element (the hidden checks' measure too)."""
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    if x.size == 0 and y.size == 0:
-        return 0.0
     # Halved, so that values near the float64 maximum do not overflow: the ratio is the same.
     x, y = x / 2, y / 2
-    return float(np.max(np.abs(x - y) / np.maximum(0.5e-8, np.abs(x) + np.abs(y))))
+    return np.abs(x - y) / np.maximum(0.5e-8, np.abs(x) + np.abs(y))
 
 
-def numerical_gradient(
-    f: Callable[[np.ndarray], object], x: np.ndarray, df=None, h: float = 1e-5
-) -> np.ndarray:
-    """Centred-difference gradient of `f` at `x`.
+def gradient_error(
+    f: Callable[[np.ndarray], object],
+    x: np.ndarray,
+    analytic,
+    df=None,
+    h: float = 1e-5,
+) -> float:
+    """The relative error (rel_error) of an analytic gradient against centred differences
+    of `f` at `x`: below about 1e-7, the gradient is right.
 
     f: maps x (any shape) to a scalar, or to an array when `df` is given.
-    x: float array, nudged in place one element at a time and restored exactly.
-    df: upstream gradient shaped like f(x); the result is then d sum(f(x) * df) / dx.
-    Returns grad shaped like x.
+    x: float array (not changed: the differences are taken on copies).
+    analytic: the gradient to check, shaped like x.
+    df: upstream gradient shaped like f(x); the gradient is then that of sum(f(x) * df).
+    Returns 1.0 (certainly wrong) if analytic is not shaped like x.
+
+    Deliberately not a numerical-gradient function: you wrote that in assignment 01, and
+    a grading kernel must not be able to import one (README, "Grades that student code
+    cannot forge"). The differences are computed here, inline, and only their agreement
+    leaves this function.
     """
-    grad = np.zeros_like(x, dtype=np.float64)
+    x = np.array(x, dtype=np.float64)
+    analytic = np.asarray(analytic, dtype=np.float64)
+    if analytic.shape != x.shape:
+        return 1.0
+    worst = 0.0
     for ix in np.ndindex(x.shape):
-        old = x[ix]
-        x[ix] = old + h
-        plus = np.array(f(x), dtype=np.float64)  # a copy: f may return a view of x
-        x[ix] = old - h
-        minus = np.array(f(x), dtype=np.float64)
-        x[ix] = old
-        if df is None:
-            grad[ix] = (float(plus) - float(minus)) / (2 * h)
-        else:
-            grad[ix] = np.sum((plus - minus) * df) / (2 * h)
-    return grad
+        plus, minus = x.copy(), x.copy()
+        plus[ix] += h
+        minus[ix] -= h
+        up = np.array(f(plus), dtype=np.float64)
+        down = np.array(f(minus), dtype=np.float64)
+        numeric = (float(up) - float(down) if df is None else np.sum((up - down) * df)) / (2 * h)
+        worst = max(worst, rel_error(analytic[ix], numeric))
+    return worst
 
 
 def compare_table(

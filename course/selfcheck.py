@@ -1,16 +1,19 @@
 """`course check <notebook>`: grade one notebook locally, exactly as the instructor would.
 
-The notebook is submitted to a scratch copy of the course and graded by the same
-`course grade` path (real `nbgrader autograde`, every kernel sandboxed, verdicts decided
-outside the kernel). Prints a table per exercise: points, pass or fail, and for a failure
-what is wrong and the likely mistake (never an expected value). Writes the HTML feedback
-next to the notebook (`<name>.feedback.html`) and the results (`<name>.check.json`, read by
-the start page). Exits 0 only when every exercise earned full marks.
+The notebook, with the learner's code carried from earlier assignments (course.carry, exported
+again first when the notebook is in work/), is submitted to a scratch copy of the course
+and graded by the same `course grade` path (real `nbgrader autograde`, every kernel
+sandboxed, verdicts decided outside the kernel). Prints a table per exercise: points, pass
+or fail, and for a failure what is wrong and the likely mistake (never an expected value).
+Writes the HTML feedback next to the notebook (`<name>.feedback.html`) and the results
+(`<name>.check.json`, read by the start page). Exits 0 only when every exercise earned full
+marks.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -22,7 +25,9 @@ import nbformat
 from tqdm import tqdm
 
 from course.authoring.classroom import ScratchCourse
+from course.carry import export, module_name
 from course.grader import autograde
+from course.grader.cells import grade_id_of_test_cell, nbgrader_meta
 from course.paths import course_root
 from course.workspace import write_start_page
 
@@ -59,9 +64,9 @@ def exercises(graded: Path) -> list[Exercise]:
     nb = nbformat.read(graded, as_version=4)
     found = []
     for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if not meta.get("grade") or meta.get("solution"):
+        if grade_id_of_test_cell(cell) is None:
             continue
+        meta = nbgrader_meta(cell)
         report = "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout")
         points = next(
             (
@@ -109,7 +114,14 @@ def check(notebook: Path, sandboxed: bool = True) -> int:
     with tempfile.TemporaryDirectory(prefix="course-check-") as scratch, stages:
         stages.set_postfix_str("copying the course")
         course = ScratchCourse(Path(scratch))
+        # A learner's own work: the public inputs of the committed references/.
+        with (course.root / "nbgrader_config.py").open("a") as config:
+            config.write("\nc.SeedHiddenChecks.public = True  # course check\n")
         course.submit(STUDENT, assignment, {f"{name}.ipynb": notebook.read_bytes()})
+        if notebook.parent.parent == root / "work":
+            export(root, only=assignment, quiet=True)  # your latest earlier code
+        carried = {p.name: p.read_bytes() for p in notebook.parent.glob(f"{module_name('*')}.py")}
+        course.submit(STUDENT, assignment, {f"{name}.ipynb": notebook.read_bytes(), **carried})
         stages.update(1)
         stages.set_postfix_str("grading (nbgrader autograde, sandboxed)")
         [status] = autograde.grade(
@@ -140,3 +152,57 @@ def check(notebook: Path, sandboxed: bool = True) -> int:
         f"feedback: {notebook.with_suffix('.feedback.html')} ({time.perf_counter() - start:.0f} s)"
     )
     return 0 if all(e.passed for e in results) and not status.problems else 1
+
+
+def validate(notebook: Path, out=None) -> int:
+    """`course validate <notebook>`: nbgrader's Validate, as the lab's button runs it.
+
+    Restarts a kernel, runs every cell, and lists each cell that raised or wrote to stderr
+    (a failed "check it"), with the course's settings (`Validator.validate_all`). Unlike
+    `nbgrader validate`, which exits 0 whatever it finds, exits 1 when any cell failed.
+    """
+    from nbgrader.validator import Validator
+    from traitlets.config.loader import PyFileConfigLoader
+
+    out = out or sys.stdout
+    notebook = notebook.resolve()
+    if not notebook.is_file():
+        raise FileNotFoundError(f"no notebook at {notebook}")
+    root = course_root()
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    results = Validator(config=config).validate(str(notebook))
+    if results.get("type_changed"):
+        print(f"{notebook.name}: a cell's type was changed; restore it:", file=out)
+        for cell in results["type_changed"]:
+            print(
+                f"  {cell['old_type']} -> {cell['new_type']}: {first_line(cell['source'])}",
+                file=out,
+            )
+        return 1
+    if results.get("changed"):
+        print(f"{notebook.name}: {len(results['changed'])} locked cell(s) were edited:", file=out)
+        for cell in results["changed"]:
+            print(f"  {first_line(cell['source'])}", file=out)
+        return 1
+    failed = results.get("failed", [])
+    for cell in failed:
+        print(f"FAILED  {first_line(cell['source'])}", file=out)
+        for line in last_lines(cell["raw_error"]):
+            print(f"        {line}", file=out)
+    if failed:
+        print(f"{notebook.name}: validation failed on {len(failed)} cell(s)", file=out)
+        return 1
+    print(f"{notebook.name}: every cell ran and every check it passed", file=out)
+    return 0
+
+
+def first_line(source: str) -> str:
+    lines = [line for line in source.splitlines() if line.strip()]
+    return lines[0][:100] if lines else "(empty cell)"
+
+
+def last_lines(error: str, keep: int = 3) -> list[str]:
+    """The end of an error: the exception and its message, not the whole traceback."""
+    plain = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", error)
+    lines = [line.rstrip() for line in plain.splitlines() if line.strip()]
+    return lines[-keep:]

@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import hashlib
 import os
+import pwd
+import shutil
+import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
 
-from course.authoring.classroom import ScratchCourse, fill, mutate, solution_sources
+from course.authoring.classroom import (
+    ScratchCourse,
+    carried_modules,
+    fill,
+    mutate,
+    solution_sources,
+)
 from course.paths import tool_env
 
 
@@ -36,8 +48,11 @@ class Batch:
         return self.answered({cell: code}, trim=trim)
 
     def submit(self, student: str, nb_or_files) -> Path:
+        """A notebook is submitted with the earlier code it carries (course.carry), as a
+        learner who solved those assignments would; a dict of files is submitted as is."""
         if isinstance(nb_or_files, nbformat.NotebookNode):
-            nb_or_files = {self.filename: nb_or_files}
+            carried = carried_modules(self.course.root, self.assignment)
+            nb_or_files = {self.filename: nb_or_files, **carried}
         return self.course.submit(student, self.assignment, nb_or_files)
 
     def grade(self, cell_timeout: int | None = None):
@@ -88,3 +103,58 @@ def tree_digest(folder: Path) -> dict[str, str]:
 
 def read_nb(path: Path):
     return nbformat.read(path, as_version=4)
+
+
+@contextlib.contextmanager
+def postgres_server(sockets_under: str | None = None):
+    """A real PostgreSQL server on loopback, in a folder of its own: (URL, socket folder, port).
+
+    Its Unix socket goes into a folder under `sockets_under` (say /run, where a packaged
+    server puts /run/postgresql), or beside its data. Skips the test where Debian's
+    postgresql (its binaries and its user) is missing or we are not root.
+    """
+    import pytest
+
+    bins = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
+    try:
+        pwd.getpwnam("postgres")
+    except KeyError:
+        bins = []  # the server's binaries without its user: not a usable install
+    if not bins or os.geteuid() != 0 or not shutil.which("runuser"):
+        pytest.skip("PostgreSQL's server (Debian: postgresql) is not installed")
+    pytest.importorskip("psycopg")
+    # Outside pytest's tmp_path, whose parents only root may enter.
+    home = Path(tempfile.mkdtemp(prefix="everything-leaks-pg-", dir="/var/tmp"))
+    sockets = (
+        Path(tempfile.mkdtemp(prefix="everything-leaks-pg-", dir=sockets_under))
+        if sockets_under
+        else home / "sockets"
+    )
+    data, logs = home / "data", home / "logs"
+    os.chmod(home, 0o755)
+    for folder in (data, logs, sockets):
+        folder.mkdir(exist_ok=True)
+        os.chmod(folder, 0o755)
+        shutil.chown(folder, "postgres", "postgres")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    def as_postgres(*cmd):
+        return subprocess.run(
+            ["runuser", "-u", "postgres", "--", *cmd], capture_output=True, text=True
+        )
+
+    as_postgres(f"{bins[-1]}/initdb", "-D", str(data), "-A", "trust", "-U", "grader")
+    log = str(logs / "server.log")
+    options = f"-h 127.0.0.1 -p {port} -k {sockets}"
+    started = as_postgres(
+        f"{bins[-1]}/pg_ctl", "-D", str(data), "-w", "-l", log, "-o", options, "start"
+    )
+    assert started.returncode == 0, started.stderr
+    try:
+        yield f"postgresql+psycopg://grader@127.0.0.1:{port}/postgres", sockets, port
+    finally:
+        as_postgres(f"{bins[-1]}/pg_ctl", "-D", str(data), "-m", "immediate", "stop")
+        shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(sockets, ignore_errors=True)

@@ -4,6 +4,7 @@ JupyterLab server of `make lab` on loopback. Screenshots go to artefacts/browser
 Skipped where chromium or Playwright is missing; CI installs both (.ci/run).
 """
 
+import json
 import os
 import shutil
 import socket
@@ -17,8 +18,8 @@ import nbformat
 import pytest
 
 from course import workspace
-from course.authoring.classroom import ScratchCourse, fill, solution_sources
-from course.paths import course_root, tool_env
+from course.authoring.classroom import ScratchCourse, fill, mutate, solution_sources
+from course.paths import course_root
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 playwright = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed")
@@ -50,26 +51,23 @@ class Lab:
     def __init__(self, root: Path, student: bool, log: Path):
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        env = tool_env(COURSE_ROOT=str(root))
-        if student:
-            config = root / "jupyter-student"
-            shutil.copytree(course_root() / "course" / "jupyter" / "student", config)
-            env["JUPYTER_CONFIG_DIR"] = str(config)
-        else:
-            env["JUPYTER_CONFIG_DIR"] = str(root / "jupyter-instructor")
-        cmd = [
-            sys.executable,
-            "-m",
-            "jupyter",
-            "lab",
+        # As `make lab` starts it: `course lab`, from a virtual environment that was never
+        # activated, so its bin/ is not on PATH (the formgrader needs `alembic` from there).
+        venv_bin = str(Path(sys.executable).parent)
+        path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and p != venv_bin]
+        env = {**os.environ, "PATH": os.pathsep.join(path), "COURSE_ROOT": str(root)}
+        env["JUPYTER_CONFIG_DIR"] = str(root / "jupyter-instructor")  # not ~/.jupyter
+        cmd = [sys.executable, "-m", "course.cli", "lab"]
+        if not student:
+            cmd.append("--instructor")
+        cmd += [
+            "--",
             "--no-browser",
             f"--port={self.port}",
             "--ServerApp.ip=127.0.0.1",
             f"--IdentityProvider.token={TOKEN}",
-            f"--ServerApp.root_dir={root}",
+            f"--LabApp.workspaces_dir={root / 'lab-workspaces'}",
         ]
-        if os.geteuid() == 0:
-            cmd.append("--allow-root")
         self.log = log.open("w")
         self.proc = subprocess.Popen(
             cmd, cwd=root, env=env, stdout=self.log, stderr=subprocess.STDOUT
@@ -115,11 +113,31 @@ def browser():
 def course_dir(tmp_path_factory):
     course = ScratchCourse(tmp_path_factory.mktemp("lab") / "course")
     workspace.prepare(course.root)
-    # The learner has answered everything: Validate should then succeed.
-    mine = course.root / "work" / "01_backprop" / "backprop.ipynb"
+    work = course.root / "work" / "01_backprop"
+    release = nbformat.read(work / "backprop.ipynb", as_version=4)
     solutions = solution_sources(course.source_notebook("01_backprop", "backprop"))
-    nbformat.write(fill(nbformat.read(mine, as_version=4), solutions), mine)
+    # The learner has answered everything: Validate should then succeed.
+    nbformat.write(fill(release, solutions), work / "backprop.ipynb")
+    # Untouched, and right but for one line of __mul__'s gradient: Validate must fail.
+    nbformat.write(release, work / "blank.ipynb")
+    wrong_mul = mutate(
+        solutions["value_core"],
+        "self.grad += other.data * out.grad",
+        "self.grad += self.data * out.grad",
+    )
+    nbformat.write(fill(release, {**solutions, "value_core": wrong_mul}), work / "buggy.ipynb")
     return course.root
+
+
+def press_validate(page, notebook: str, screenshot: str) -> str:
+    """Open a notebook, press Validate, wait for its verdict; the dialog's text."""
+    page.goto(notebook)
+    wait_for_idle_kernel(page)
+    page.locator(".validate-button:visible").first.click()
+    header = page.locator(".jp-Dialog-header", has_text="Validation Results")
+    header.wait_for(timeout=180_000)
+    page.screenshot(path=ARTEFACTS / screenshot)
+    return page.locator(".jp-Dialog").first.inner_text()
 
 
 def wait_for_idle_kernel(page):
@@ -132,12 +150,24 @@ def test_student_lab(browser, course_dir):
         # The instructor's tools are off: no formgrader page, no menu entry.
         assert lab.status("/formgrader") == 404
         page = browser.new_page(viewport={"width": 1400, "height": 900})
-        page.goto(lab.url("/lab/tree/work/START.ipynb"))
+        page.goto(lab.url("/"))  # the start page is the default URL
         rendered = page.locator(".jp-RenderedMarkdown")
         rendered.get_by_text("Everything Leaks: start here").first.wait_for(timeout=60_000)
         rendered.get_by_text("numerics and bookkeeping decide").first.wait_for()
         page.screenshot(path=ARTEFACTS / "1-start-page.png")
         assert page.locator(".lm-MenuBar-itemLabel", has_text="Formgrader").count() == 0
+        # Progress is not in a notebook the lab holds open (issue 22, item 4): the start page
+        # is a Markdown preview, with no kernel and nothing unsaved, so `course check`
+        # rewriting it cannot be overwritten by the lab's autosave.
+        assert json.loads(urllib.request.urlopen(lab.url("/api/sessions")).read()) == []
+        # A self-learner's Assignments tab (issue 22, item 6): no exchange errors.
+        for api in ("/assignments?course_id=", "/courses"):
+            answer = json.loads(urllib.request.urlopen(lab.url(api)).read())
+            assert answer["success"], answer
+        workspace.write_start_page(course_dir)  # what `course check` does
+        page.wait_for_timeout(2_000)
+        assert page.locator(".jp-mod-dirty").count() == 0
+        assert page.locator(".jp-Dialog").count() == 0
 
         page.goto(lab.url("/lab/tree/work/01_backprop/backprop.ipynb"))
         wait_for_idle_kernel(page)
@@ -168,18 +198,66 @@ def test_student_lab(browser, course_dir):
         header.wait_for(timeout=180_000)
         page.screenshot(path=ARTEFACTS / "4-validate.png")
         assert page.locator(".validation-success").count() == 1
+
+        # Run All on an untouched notebook: each check it says which exercise is not
+        # written, and the later exercises are still checked (issue 22, item 5).
+        page.goto(lab.url("/lab/tree/work/01_backprop/blank.ipynb"))
+        wait_for_idle_kernel(page)
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+        page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+        # The run stops at the first cell that uses the unwritten code outside a check it
+        # (the step-size plot of part 2); wait for it, save, read what each cell printed.
+        page.wait_for_timeout(3_000)
+        wait_for_idle_kernel(page)
+        page.wait_for_timeout(3_000)
+        wait_for_idle_kernel(page)
+        page.screenshot(path=ARTEFACTS / "4-run-all-blank.png")
+        page.keyboard.press("Control+s")
+        page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=30_000)
+        ran = nbformat.read(course_dir / "work" / "01_backprop" / "blank.ipynb", as_version=4)
+        stderr = [
+            o.text
+            for c in ran.cells
+            if c.cell_type == "code"
+            for o in c.outputs
+            if o.output_type == "stream" and o.name == "stderr"
+        ]
+        assert any("Exercise 1.1: write Value.__add__" in t for t in stderr), stderr
+        assert any(t.startswith("Exercise 2.2, check it FAILED") for t in stderr), stderr
+        wait_for_idle_kernel(page)
+
+        # Validate fails, cell by cell, on an untouched notebook and on a buggy one.
+        text = press_validate(
+            page, lab.url("/lab/tree/work/01_backprop/blank.ipynb"), "4-validate-blank.png"
+        )
+        assert page.locator(".validation-failed").count() == 1, text
+        assert page.locator(".validation-success").count() == 0
+        assert "Exercise 1.1: write Value.__add__" in text
+        assert "Exercise 2.2: write eval_numerical_gradient_array" in text
+        text = press_validate(
+            page, lab.url("/lab/tree/work/01_backprop/buggy.ipynb"), "4-validate-buggy.png"
+        )
+        assert page.locator(".validation-failed").count() == 1, text
+        assert "Exercise 1.4, check it FAILED" in text and "df/da" in text
+        assert "Exercises 1.1 and 1.2, check it FAILED" not in text
         page.close()
     finally:
         lab.stop()
 
 
 def test_instructor_lab_opens_the_formgrader(browser, course_dir):
+    """The first visit, on a course without gradebook.db: the formgrader creates it (with
+    `alembic`, which only .venv/bin holds) and lists the assignments."""
+    assert not (course_dir / "gradebook.db").exists()
     lab = Lab(course_dir, student=False, log=ARTEFACTS / "instructor-lab.log")
     try:
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         page.goto(lab.url("/formgrader"))
         page.get_by_text("Manage Assignments").first.wait_for(timeout=60_000)
+        page.get_by_text("01_backprop").first.wait_for(timeout=60_000)
         page.screenshot(path=ARTEFACTS / "5-formgrader.png")
+        assert (course_dir / "gradebook.db").exists()
+        assert lab.status("/formgrader/api/assignments") == 200
         page.close()
     finally:
         lab.stop()

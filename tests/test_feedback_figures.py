@@ -69,7 +69,8 @@ def test_a_judged_training_cell_embeds_the_curve_that_left_its_band():
     kinds = [o["output_type"] for o in cell["outputs"]]
     assert kinds == ["stream", "display_data", "execute_result"]
     assert "image/png" in cell["outputs"][1]["data"]
-    assert 0 < float(cell["outputs"][2]["data"]["text/plain"]) < 2  # the accuracy still counts
+    # The accuracy (a guessable number) is credited only with the curve.
+    assert float(cell["outputs"][2]["data"]["text/plain"]) == 0.0
 
 
 def test_undecodable_results_score_zero_instead_of_crashing_the_grader():
@@ -98,3 +99,33 @@ def test_undecodable_results_score_zero_instead_of_crashing_the_grader():
     judge_cell(cell)
     assert cell.outputs[-1]["data"]["text/plain"] == "0.0"
     assert "tampered output" in cell.outputs[0]["text"]
+
+
+def test_a_curve_picture_does_not_show_the_reference_beyond_coarse_levels():
+    """Two references that differ (one above the student's curve, one below, by different
+    amounts) give the same picture: it shows where and roughly how badly, not the curve."""
+    got = np.linspace(1.0, 0.1, 20)
+    above, below = got * (1 + 3e-3), got * (1 - 6e-3)
+    assert pictures_curve(got, above) == pictures_curve(got, below)
+
+
+def test_a_heat_map_does_not_show_the_sign_or_size_of_a_wrong_entry():
+    got = np.random.default_rng(1).standard_normal((4, 5))
+    flipped, tripled = got.copy(), got.copy()
+    flipped[1, 2], tripled[1, 2] = -got[1, 2], 3 * got[1, 2]
+    assert pictures_heat(got, flipped) == pictures_heat(got, tripled)
+    assert pictures_heat(got, flipped) != pictures_heat(got, got * (1 + 1e-3))  # where it is
+
+
+def pictures_curve(got, want):
+    chk = fake_check(loss=Rule("training loss", rtol=1e-6, picture="curve"))
+    results = judge.judge(chk, {"loss:": got}, {"loss:": want})
+    [png] = pictures(chk, {"loss:": got}, {"loss:": want}, results)
+    return png
+
+
+def pictures_heat(got, want):
+    chk = fake_check(grad=Rule("gradient of", rtol=1e-7))
+    results = judge.judge(chk, {"grad:W": got}, {"grad:W": want})
+    [png] = pictures(chk, {"grad:W": got}, {"grad:W": want}, results)
+    return png

@@ -1,4 +1,5 @@
-"""Unit tests of the grader core (course.grader): messages, rules, scores, recording, and the grade cells.
+"""Unit tests of the grader core (course.grader): messages, rules, scores, recording, and
+the grade cells.
 
 The hidden checks must never reveal an expected value, never award full points for a
 partly wrong answer, never write to stderr (nbgrader would fail the cell), and must give
@@ -253,23 +254,44 @@ def test_a_wrong_scalar_does_not_reveal_the_reference_through_a_factor():
 # ----------------------------------------------------------- rules and Broken
 
 
-def test_rule_true():
-    rule = Rule("x restored exactly after", kind="true", hint="assign the old value back")
-    ok = judge_one("restored:sum(x**2)", True, True, rule)
+def restored(got, want):
+    """A grader-side measure: the student's x after the call equals the reference's."""
+    return bool(np.array_equal(got, want)) or "x moved"
+
+
+def test_rule_true_is_decided_by_its_measure_in_the_grader():
+    rule = Rule("x after", kind="true", hint="assign the old value back", measure=restored)
+    ok = judge_one("restored:sum(x**2)", np.array([1.0, 2.0]), np.array([1.0, 2.0]), rule)
     assert ok.passed and ok.message == ""
-    bad = judge_one("restored:sum(x**2)", False, True, rule)
-    assert not bad.passed
-    assert bad.message == (
-        "x restored exactly after sum(x**2): does not hold. "
-        "Likely mistake: assign the old value back"
+    bad = judge_one(
+        "restored:sum(x**2)", np.array([1.0, 2.0 + 1e-16 * 4]), np.array([1.0, 2.0]), rule
     )
-    # The student's own outputs decide, not the reference.
-    assert judge_one("restored:k", True, False, rule).passed
+    assert not bad.passed
+    assert bad.message == "x after sum(x**2): x moved. Likely mistake: assign the old value back"
+    # A kernel that sends a conclusion earns nothing: True is no observation of x.
+    assert not judge_one("restored:k", True, np.array([1.0, 2.0]), rule).passed
+    plain = Rule("holds", kind="true", measure=lambda got, want: got == want)
+    assert not judge_one("ok:k", np.float64(1.0), 2.0, plain).passed
+    assert "does not hold" in judge_one("ok:k", np.float64(1.0), 2.0, plain).message
+
+
+def test_a_rule_without_a_measure_cannot_be_made():
+    for kind in ("true", "below"):
+        with pytest.raises(ValueError, match="grader-side"):
+            Rule("anything", kind=kind)
+
+
+def error_of(got, want):
+    return float(got)
 
 
 def test_rule_below():
     rule = Rule(
-        "agreement with the analytic gradient, for", kind="below", rtol=1e-7, hint="use h = 1e-5"
+        "agreement with the analytic gradient, for",
+        kind="below",
+        rtol=1e-7,
+        hint="use h = 1e-5",
+        measure=error_of,
     )
     assert judge_one("analytic:f", 3e-8, 0.0, rule).passed
     assert judge_one("analytic:f", 1e-7, 0.0, rule).passed  # at the bound
@@ -280,12 +302,16 @@ def test_rule_below():
     assert bad.message.endswith("Likely mistake: use h = 1e-5")
     assert "1e-12" not in bad.message and "1.0e-12" not in bad.message
     assert not judge_one("analytic:f", float("nan"), 0.0, rule).passed
-    assert not judge_one("analytic:f", True, 0.0, rule).passed  # a bool is no error measure
+    boolean = Rule("error", kind="below", rtol=1e-7, measure=lambda got, want: got)
+    assert not judge_one("analytic:f", True, 0.0, boolean).passed  # a bool is no error measure
+    raising = Rule("error", kind="below", rtol=1e-7, measure=lambda got, want: got[5])
+    assert not judge_one("analytic:f", np.zeros(2), 0.0, raising).passed
 
 
 @pytest.mark.parametrize("kind", ["close", "true", "below"])
 def test_broken_output_fails_and_says_why(kind):
-    rule = Rule("gradient of", kind=kind, weight=2.0)
+    measure = None if kind == "close" else (lambda got, want: True if kind == "true" else 0.0)
+    rule = Rule("gradient of", kind=kind, weight=2.0, measure=measure)
     r = judge_one("grad:W", Broken("raised ZeroDivisionError: float division by zero"), 1.0, rule)
     assert not r.passed and r.weight == 2.0
     assert r.message == "gradient of W: raised ZeroDivisionError: float division by zero"
@@ -309,7 +335,7 @@ def test_judge_fails_keys_the_probe_never_reached():
         "00_none/none",
         2,
         lambda s, r, o: None,
-        rules={"grad": grad_rule(), "ok": Rule("holds", kind="true")},
+        rules={"grad": grad_rule(), "ok": Rule("holds", kind="true", measure=restored)},
     )
     results = judge.judge(
         chk, {"grad:a": 1.0, "extra:z": 5.0}, {"grad:a": 1.0, "grad:b": 2.0, "ok:c": True}
@@ -331,6 +357,7 @@ def test_a_required_check_must_pass_for_credit():
                 kind="below",
                 rtol=1e-7,
                 requires="grad",
+                measure=error_of,
             ),
         },
     )
@@ -524,8 +551,8 @@ def test_numpy_errors_are_ignored_even_if_the_notebook_made_them_raise():
         (np.array(2.5), 2.5, float),
         (3, 3.0, float),
         (np.int64(4), 4.0, float),
-        (True, True, bool),
-        (np.bool_(False), False, bool),
+        (True, 1.0, float),  # an observation, never read as a verdict
+        (np.bool_(False), 0.0, float),
     ],
 )
 def test_scalars_become_plain_python(returned, expected, kind):

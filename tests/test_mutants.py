@@ -8,18 +8,25 @@ real `nbgrader autograde`, and both ways must give the same scores.
 """
 
 import functools
+import importlib
 import json
 
 import nbformat
 import pytest
 
 from course.authoring.build import notebook_from_text
-from course.authoring.classroom import judge_in_process, mutate, nbgrader_meta, solution_sources
+from course.authoring.classroom import judge_in_process, mutate, solution_sources
+from course.checks import assignment_modules
+from course.grader.cells import grade_id_of_test_cell, nbgrader_meta, solution_cell_id
+from course.grader.inputs import secret_inputs
 from course.paths import course_root
-from tests import variants_backprop, variants_linear, variants_multilayer, variants_optimisers
 from tests.harness import Batch
 
-MODULES = [variants_backprop, variants_linear, variants_multilayer, variants_optimisers]
+# Every assignment's variants, found by file name: tests/variants_<checks module>.py.
+MODULES = [
+    importlib.import_module(f"tests.variants_{m.__name__.rsplit('.', 1)[1]}")
+    for m in assignment_modules()
+]
 
 
 @functools.cache
@@ -29,9 +36,11 @@ def source_notebook(assignment: str, notebook: str):
 
 
 def max_scores(module) -> dict[str, float]:
-    cells = [nbgrader_meta(c) for c in source_notebook(module.ASSIGNMENT, module.NOTEBOOK).cells]
+    cells = source_notebook(module.ASSIGNMENT, module.NOTEBOOK).cells
     return {
-        c["grade_id"]: float(c["points"]) for c in cells if c.get("grade") and not c.get("solution")
+        grade_id_of_test_cell(c): float(nbgrader_meta(c)["points"])
+        for c in cells
+        if grade_id_of_test_cell(c)
     }
 
 
@@ -46,9 +55,9 @@ def answers_of(module, variant) -> dict[str, str]:
     return {variant.cell: code}
 
 
-def in_process(module, variant) -> dict[str, float]:
+def in_process(module, variant, inputs=None) -> dict[str, float]:
     nb = source_notebook(module.ASSIGNMENT, module.NOTEBOOK)
-    return judge_in_process(nb, answers_of(module, variant))
+    return judge_in_process(nb, answers_of(module, variant), inputs)
 
 
 def reports_in_process(module, variant) -> dict[str, tuple[float, str]]:
@@ -132,8 +141,10 @@ def test_in_process_judging_agrees_with_nbgrader(module, tmp_path):
     batch.submit("blank", batch.release)
     batch.grade()
     graded = batch.scores()
+    # The same secret inputs as that run (the scratch course's secret, made on first use).
+    inputs = secret_inputs(batch.course.root, module.ASSIGNMENT)
     for index, variant in enumerate(chosen):
-        assert graded[f"variant{index}"] == in_process(module, variant), variant.name
+        assert graded[f"variant{index}"] == in_process(module, variant, inputs), variant.name
     assert set(graded["blank"].values()) == {0.0}, "the blank release earns points"
 
 
@@ -151,7 +162,7 @@ def test_the_blank_release_earns_nothing_in_any_cell(module):
 def test_every_grade_cell_and_graded_function_has_mutants_and_alternates(module):
     """Three mutants that each grade cell must catch; three mutants and two alternates
     for each graded function (the solution cells that define it)."""
-    cells = [nbgrader_meta(c) for c in source_notebook(module.ASSIGNMENT, module.NOTEBOOK).cells]
+    nb_cells = source_notebook(module.ASSIGNMENT, module.NOTEBOOK).cells
     for cell in max_scores(module):
         killers = [v for v in module.MUTANTS if cell in v.loses]
         assert len(killers) >= 3, f"{cell}: only {len(killers)} mutants"
@@ -160,5 +171,5 @@ def test_every_grade_cell_and_graded_function_has_mutants_and_alternates(module)
         alternates = [a for a in module.ALTERNATES if set(a.answers) & its_cells]
         assert len(mutants) >= 3, f"{function}: only {len(mutants)} mutants"
         assert len(alternates) >= 2, f"{function}: only {len(alternates)} alternates"
-    solution_cells = {c["grade_id"] for c in cells if c.get("solution")}
+    solution_cells = {solution_cell_id(c) for c in nb_cells if solution_cell_id(c)}
     assert set().union(*module.GRADED_FUNCTIONS.values()) <= solution_cells

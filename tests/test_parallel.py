@@ -1,25 +1,19 @@
 """Grading a class in parallel: identical to nbgrader's sequential run, one gradebook writer,
 re-runs that grade only what changed, a real Dask cluster on loopback, and faults."""
 
-import glob
 import json
 import os
-import pwd
-import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import nbformat
 import pytest
 
 from course.paths import tool_env
-from tests.harness import Batch, tree_digest
+from tests.harness import Batch, postgres_server, tree_digest
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("parallel")]
 
@@ -35,6 +29,11 @@ def submit_class(batch):
     late-penalty method), so that the penalty's path is compared too."""
     config = batch.course.root / "nbgrader_config.py"
     config.write_text(config.read_text() + '\nc.LateSubmissionPlugin.penalty_method = "zero"\n')
+    # One course graded several ways: the same secret, so the same inputs (issue 14).
+    secret = batch.course.root / ".nbgrader" / "secret"
+    secret.parent.mkdir(parents=True, exist_ok=True)
+    secret.write_text("0123456789abcdef" * 4 + "\n")
+    secret.chmod(0o600)
     batch.course.nbgrader("db", "assignment", "add", ASSIGNMENT, f"--duedate={DUE}")
     solutions = batch.solutions
     overwrite = solutions["value_core"].replace(
@@ -237,47 +236,9 @@ def test_only_the_parent_writes_the_gradebook(twins):
 
 @pytest.fixture
 def postgres():
-    """A real PostgreSQL server on loopback, in tmp_path, for one test; its URL."""
-    bins = sorted(glob.glob("/usr/lib/postgresql/*/bin"))
-    try:
-        pwd.getpwnam("postgres")
-    except KeyError:
-        bins = []  # the server's binaries without its user: not a usable install
-    if not bins or os.geteuid() != 0 or not shutil.which("runuser"):
-        pytest.skip("PostgreSQL's server (Debian: postgresql) is not installed")
-    pytest.importorskip("psycopg")
-    # Outside pytest's tmp_path, whose parents only root may enter.
-    home = Path(tempfile.mkdtemp(prefix="everything-leaks-pg-"))
-    os.chmod(home, 0o755)
-    data, sockets = home / "data", home / "sockets"
-    for folder in (data, sockets):
-        folder.mkdir()
-        shutil.chown(folder, "postgres", "postgres")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-
-    def as_postgres(*cmd):
-        return subprocess.run(
-            ["runuser", "-u", "postgres", "--", *cmd], capture_output=True, text=True
-        )
-
-    as_postgres(f"{bins[-1]}/initdb", "-D", str(data), "-A", "trust", "-U", "grader")
-    started = as_postgres(
-        f"{bins[-1]}/pg_ctl",
-        "-D",
-        str(data),
-        "-w",
-        "-l",
-        str(sockets / "server.log"),
-        "-o",
-        f"-h 127.0.0.1 -p {port} -k {sockets}",
-        "start",
-    )
-    assert started.returncode == 0, started.stderr
-    yield f"postgresql+psycopg://grader@127.0.0.1:{port}/postgres"
-    as_postgres(f"{bins[-1]}/pg_ctl", "-D", str(data), "-m", "immediate", "stop")
-    shutil.rmtree(home, ignore_errors=True)
+    """A real PostgreSQL server on loopback, for one test; its URL."""
+    with postgres_server() as (url, _, _):
+        yield url
 
 
 def test_the_pipeline_runs_on_a_postgresql_gradebook(twins, postgres, tmp_path, monkeypatch):
@@ -299,7 +260,8 @@ def test_a_recording_that_fails_half_way_leaves_no_trace(twins, tmp_path, monkey
     batch = Batch(tmp_path, ASSIGNMENT, NOTEBOOK)
     batch.submit("ada", batch.answered(trim=True))
     graded = parallel.course.root / "autograded" / "ada" / ASSIGNMENT
-    files = {p.name: (p.read_bytes(), 0o444) for p in graded.iterdir() if p.is_file()}
+    # What a worker returns: the graded notebooks.
+    files = {p.name: (p.read_bytes(), 0o444) for p in graded.glob("*.ipynb")}
     monkeypatch.setenv("COURSE_ROOT", str(batch.course.root))  # the config sets it
     with Recorder(batch.course.root, ASSIGNMENT, load_config(batch.course.root)) as recorder:
         real, calls = recorder.save._add_score, []

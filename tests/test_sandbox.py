@@ -11,31 +11,66 @@ from course.paths import course_root, tool_env
 from tests.harness import Batch
 
 
-def test_wrapped_kernel_hides_the_course_and_binds_only_its_workdir(tmp_path):
-    work, private = tmp_path / "work", tmp_path / "private"
-    cmd = sandbox.wrap(["python", "-m", "ipykernel_launcher"], work, private, cgroup=None)
-    bwrap_at = next(i for i, arg in enumerate(cmd) if arg.endswith("bwrap"))
-    args = cmd[bwrap_at:]
-    assert "--unshare-all" in args and "--die-with-parent" in args
-    assert args[args.index("--ro-bind") + 1 : args.index("--ro-bind") + 3] == ["/", "/"]
-    tmpfs = [args[i + 1] for i, a in enumerate(args) if a == "--tmpfs"]
-    assert str(course_root()) in tmpfs and str(Path.home()) in tmpfs
+def args_of(cmd):
+    return cmd[next(i for i, arg in enumerate(cmd) if arg.endswith("bwrap")) :]
+
+
+def test_the_kernel_sees_an_allow_list_not_the_host(tmp_path):
+    data = tmp_path / "data.csv"
+    data.write_text("1,2\n")
+    cmd = sandbox.wrap(["python", "-m", "ipykernel_launcher"], tmp_path, None, {"d.csv": data})
+    args = args_of(cmd)
+    assert "--unshare-all" in args and "--die-with-parent" in args and "--clearenv" in args
+    mounted = [args[i + 2] for i, a in enumerate(args) if a in ("--bind", "--ro-bind")]
+    assert "/" not in mounted, "the host's root is not mounted, only what the kernel needs"
+    for host in (course_root(), Path.home(), Path("/run"), Path("/var"), Path("/tmp")):
+        assert str(host) not in mounted
     binds = [args[i + 1] for i, a in enumerate(args) if a == "--bind"]
-    assert binds == [str(private.resolve()), str(work.resolve())]  # the only writable places
-    last_tmpfs = max(i for i, a in enumerate(args) if a == "--tmpfs")
-    assert all(
-        i > last_tmpfs
-        for i, a in enumerate(args)
-        if a in ("--bind", "--ro-bind") and args[i + 1] != "/"
-    ), "a bind before a tmpfs would be hidden by it"
+    assert binds == [str(tmp_path.resolve())]  # the sockets folder: the only host writes
+    assert f"{sandbox.WORKDIR}/d.csv" in mounted
+    sized = {args[i + 3] for i, a in enumerate(args) if a == "--size"}
+    assert sized == {"/dev/shm", "/tmp", sandbox.HOME}  # every tmpfs is bounded
+    assert args[args.index("--chdir") + 1] == sandbox.WORKDIR
+    env = {args[i + 1] for i, a in enumerate(args) if a == "--setenv"}
+    assert not env & {"COURSE_ROOT", "COURSE_DB_URL", "PGPASSWORD", "JUPYTERHUB_API_TOKEN"}
     if os.geteuid() == 0:
         assert "--cap-drop" in args
-    assert cmd[0] == "prlimit" and any(a.startswith("--as=") for a in cmd)
-    assert args[-3:] == ["python", "-m", "ipykernel_launcher"]
+    # bwrap (pid 1 inside) starts with an empty environment: no secret in /proc/1/environ.
+    assert cmd[:3] == ["/usr/bin/env", "-i", "prlimit"] and any(a.startswith("--as=") for a in cmd)
+    assert args[-4:] == ["python", "-I", "-m", "ipykernel_launcher"]  # no shadowing
+
+
+def test_secrets_in_the_graders_environment_do_not_reach_the_kernel(monkeypatch):
+    monkeypatch.setenv("PGPASSWORD", "hunter2")
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
+    env = sandbox.kernel_env()
+    assert env[0] == "--clearenv" and "hunter2" not in env
+    # One BLAS thread whatever the grader's environment says: a grade must not depend on it.
+    assert env[env.index("OPENBLAS_NUM_THREADS") + 1] == "1"
+
+
+def test_the_watchdog_counts_files_and_bytes_without_following_links(tmp_path):
+    (tmp_path / "big").write_bytes(b"x" * 100_000)
+    (tmp_path / "link").symlink_to("/usr")
+    files, size = sandbox.written(tmp_path, 100)
+    assert files == 2 and 100_000 <= size < 200_000
+    limits = sandbox.Limits(written_bytes=50_000, written_files=10)
+    killed = []
+    dog = sandbox.Watchdog(tmp_path, lambda: killed.append(1), limits, period=3600)
+    assert "wrote more than" in dog.check()
+    dog.stop()
+
+
+def test_kernel_output_is_read_back_capped_and_escaped(tmp_path):
+    (tmp_path / "log").write_bytes(b"fine\n\x1b[31mred\r" + b"y" * 100)
+    text = sandbox.read_capped(tmp_path / "log", limit=20)
+    assert "\x1b" not in text and "\\x1b" in text and text.endswith("[... cut]")
+    (tmp_path / "link").symlink_to(tmp_path / "log")
+    assert sandbox.read_capped(tmp_path / "link") == ""
 
 
 def test_kernels_join_their_cgroup_before_anything_runs(tmp_path):
-    cmd = sandbox.wrap(["k"], tmp_path, tmp_path, cgroup=tmp_path / "g")
+    cmd = sandbox.wrap(["k"], tmp_path, cgroup=tmp_path / "g")
     assert cmd[:3] == ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"']
     assert cmd[3] == str(tmp_path / "g" / "cgroup.procs")
 
@@ -63,3 +98,24 @@ def test_unsandboxed_on_purpose_still_grades(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "WITHOUT the sandbox" in proc.stdout
     assert batch.scores()["someone"] == batch.max_scores()
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("autograde")
+def test_a_missing_reference_stops_the_run_naming_the_check(tmp_path):
+    """A grader fault is loud: exit status 2, the check named, nobody scored zero for it."""
+    import json
+
+    batch = Batch(tmp_path, "01_backprop", "backprop")
+    batch.submit("someone", batch.answered(trim=True))
+    path = batch.course.root / "references" / "01_backprop" / "backprop.json"
+    references = json.loads(path.read_text())
+    del references["value_ops"]
+    path.write_text(json.dumps(references))
+    # The committed references are the run's only with the public inputs (as course check).
+    with (batch.course.root / "nbgrader_config.py").open("a") as config:
+        config.write("\nc.SeedHiddenChecks.public = True\n")
+    proc = batch.course_grade("--workers", "1")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "the grader failed" in proc.stderr and "'value_ops'" in proc.stderr
+    assert "someone" not in batch.scores()  # not recorded as a zero

@@ -1,15 +1,17 @@
 """Self-learners: working copies in work/, `course check`, and the start page's progress."""
 
 import json
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import nbformat
 import pytest
 
 from course import workspace
-from course.authoring.classroom import ScratchCourse, fill, solution_sources
-from course.paths import tool_env
+from course.authoring.classroom import ScratchCourse, fill, mutate, solution_sources
+from course.paths import course_root, tool_env
 
 
 @pytest.fixture
@@ -26,9 +28,9 @@ def test_work_copies_are_made_once_and_never_overwritten(course):
     before = mine.read_bytes()
     assert workspace.prepare(course.root) == []
     assert mine.read_bytes() == before
-    start = nbformat.read(course.root / "work" / "START.ipynb", as_version=4)
-    assert "not checked yet" in start.cells[1].source
-    assert "](01_backprop/backprop.ipynb)" in start.cells[1].source
+    start = (course.root / "work" / "START.md").read_text()
+    assert "not checked yet" in start
+    assert "](01_backprop/backprop.ipynb)" in start
 
 
 def run_check(course, notebook):
@@ -55,8 +57,8 @@ def test_course_check_grades_like_the_instructor_and_records_progress(course):
     assert mine.with_suffix(".feedback.html").exists()
     record = json.loads(mine.with_suffix(".check.json").read_text())
     assert sum(e["points"] for e in record["exercises"]) == 19
-    start = nbformat.read(course.root / "work" / "START.ipynb", as_version=4)
-    assert "**19 / 19**" in start.cells[1].source
+    start = (course.root / "work" / "START.md").read_text()
+    assert "**19 / 19**" in start
 
 
 @pytest.mark.slow
@@ -81,3 +83,151 @@ def test_course_check_refuses_a_notebook_of_no_assignment(course, tmp_path):
     proc = run_check(course, stray)
     assert proc.returncode == 2
     assert "is not a notebook of this course" in proc.stderr
+
+
+def validate(course, notebook, *tool):
+    env = tool_env(COURSE_ROOT=str(course.root))
+    command = list(tool) or [sys.executable, "-m", "course.cli", "validate"]
+    return subprocess.run(
+        [*command, str(notebook)], env=env, capture_output=True, text=True, cwd=course.root
+    )
+
+
+def learner_copy(course, assignment, name, label, answers):
+    """work/<assignment>/<label>.ipynb: the release with `answers` in its solution cells."""
+    release = nbformat.read(course.root / "release" / assignment / f"{name}.ipynb", as_version=4)
+    path = course.root / "work" / assignment / f"{label}.ipynb"
+    nbformat.write(fill(release, answers), path)
+    return path
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("selfcheck")
+def test_validate_fails_cell_by_cell_and_passes_the_solutions(course):
+    """Validate (issue 22, item 1): the released hidden checks hold only comments, so it
+    must fail where a visible "check it" fails or a cell errors, and pass the solutions."""
+    workspace.prepare(course.root)
+    solutions = solution_sources(course.source_notebook("01_backprop", "backprop"))
+    blank = course.root / "work" / "01_backprop" / "backprop.ipynb"
+    solved = learner_copy(course, "01_backprop", "backprop", "solved", solutions)
+    wrong_mul = mutate(
+        solutions["value_core"],
+        "self.grad += other.data * out.grad",
+        "self.grad += self.data * out.grad",
+    )
+    buggy = learner_copy(
+        course, "01_backprop", "backprop", "buggy", {**solutions, "value_core": wrong_mul}
+    )
+    broken = solutions["value_functions_solution"].replace("def tanh(self):", "def tanh(self)")
+    syntax = learner_copy(
+        course,
+        "01_backprop",
+        "backprop",
+        "syntax",
+        {**solutions, "value_functions_solution": broken},
+    )
+
+    proc = validate(course, solved)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "every cell ran and every check it passed" in proc.stdout
+
+    proc = validate(course, blank)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Exercise 1.1: write Value.__add__" in proc.stdout
+    assert "Exercise 2.2: write eval_numerical_gradient_array" in proc.stdout
+    assert proc.stdout.count("FAILED  with check_it(") == 6  # every check it, each on its own
+
+    proc = validate(course, buggy)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    failed = [line for line in proc.stdout.splitlines() if line.startswith("FAILED")]
+    assert 'FAILED  with check_it("Exercise 1.4"):' in failed
+    assert "df/da" in proc.stdout and "Exercises 1.1 and 1.2" not in proc.stdout
+
+    proc = validate(course, syntax)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "SyntaxError: expected ':'" in proc.stdout
+
+    # nbgrader's own command, with the course's nbgrader_config.py, agrees (its exit status
+    # is 0 either way: nbgrader's choice, hence `course validate`).
+    nbgrader = [str(Path(sys.executable).with_name("nbgrader")), "validate"]
+    assert (
+        "Success! Your notebook passes all the tests." in validate(course, solved, *nbgrader).stdout
+    )
+    out = validate(course, buggy, *nbgrader).stdout
+    assert "VALIDATION FAILED ON" in out and "Exercise 1.4, check it FAILED" in out
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("selfcheck")
+def test_validate_catches_a_wrong_relu_backward(course):
+    solutions = solution_sources(course.source_notebook("03_multilayer", "multilayer"))
+    wrong = mutate(
+        solutions["relu_backward_solution"], "dx = dout * (x > 0)", "dx = dout * (x < 0)"
+    )
+    (course.root / "work" / "03_multilayer").mkdir(parents=True)
+    buggy = learner_copy(
+        course,
+        "03_multilayer",
+        "multilayer",
+        "buggy",
+        {**solutions, "relu_backward_solution": wrong},
+    )
+    proc = validate(course, buggy)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (
+        "Exercise 1.3, check it FAILED: AssertionError: relu_backward's dx is wrong" in proc.stdout
+    )
+
+
+def make_dry_run(target: str, tmp_path) -> str:
+    """What `make <target>` would run on a fresh clone (no .venv yet), without running it."""
+    root = course_root()
+    proc = subprocess.run(
+        ["make", "-n", "-C", str(root), target, f"VENV={tmp_path / 'fresh-venv'}"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make")
+def test_learners_install_the_runtime_only_and_see_progress(tmp_path):
+    """Issue 22, item 11: `make lab` installs what learning needs, with pip's progress
+    shown; the test tools and the cluster extra come with `make test`."""
+    lab = make_dry_run("lab", tmp_path)
+    installs = [line for line in lab.splitlines() if "pip install" in line or "-e " in line]
+    assert installs and all("[dev" not in line and "cluster" not in line for line in installs)
+    assert "--quiet" not in lab and "course lab" in lab
+    test = make_dry_run("test", tmp_path)
+    assert "-e '.[dev,cluster]'" in test and "pytest" in test
+
+
+def test_a_self_learner_gets_an_exchange_and_a_class_is_told(course, monkeypatch, capsys):
+    """Issue 22, item 6: the private exchange exists before the lab lists assignments."""
+    monkeypatch.delenv("NBGRADER_EXCHANGE", raising=False)
+    workspace.ensure_exchange(course.root)
+    assert (course.root / ".nbgrader" / "exchange").is_dir()
+    shared = course.root / "no-such-shared-exchange"
+    monkeypatch.setenv("NBGRADER_EXCHANGE", str(shared))
+    workspace.ensure_exchange(course.root)
+    assert not shared.exists() and "does not exist" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("selfcheck")
+@pytest.mark.parametrize(
+    "assignment, name",
+    [("02_linear", "linear"), ("03_multilayer", "multilayer"), ("04_optimisers", "optimisers")],
+)
+def test_validate_passes_the_other_solved_notebooks(course, assignment, name):
+    """Every check it holds on the solutions (01 is validated above)."""
+    (course.root / "work" / assignment).mkdir(parents=True)
+    if assignment == "04_optimisers":  # it carries the learner's 03: done, and right
+        (course.root / "work" / "03_multilayer").mkdir()
+        earlier = solution_sources(course.source_notebook("03_multilayer", "multilayer"))
+        learner_copy(course, "03_multilayer", "multilayer", "multilayer", earlier)
+    solutions = solution_sources(course.source_notebook(assignment, name))
+    solved = learner_copy(course, assignment, name, "solved", solutions)
+    proc = validate(course, solved)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -333,17 +333,6 @@ MUTANTS += [
             '            self.params[f"W{layer}"] = (\n                scale * rng',
         ),
     ),
-    # Square weights: dw computed transposed, turned back only when the shapes disagree
-    m(
-        "layers: dw as dout.T @ x, transposed back only when the shapes disagree",
-        "layers_from_03",
-        {"fully_connected_net"},
-        (
-            "x.reshape(x.shape[0], -1).T @ dout, dout.sum(axis=0)",
-            "(dout.T @ x.reshape(x.shape[0], -1)).T if w.shape[0] != w.shape[1] "
-            "else dout.T @ x.reshape(x.shape[0], -1), dout.sum(axis=0)",
-        ),
-    ),
 ]
 
 EXPECTED_SURVIVORS: set[str] = set()

@@ -23,7 +23,7 @@ from pathlib import Path
 import nbformat
 
 from course.authoring import build
-from course.authoring.classroom import ScratchCourse, fill, solution_sources
+from course.authoring.classroom import ScratchCourse, carried_modules, fill, solution_sources
 from course.grader.kernel_client import PromptNotebookClient
 from course.paths import course_root
 
@@ -64,8 +64,9 @@ def bench_autograde(text: Path, scratch: Path) -> dict[str, float]:
         course.release_notebook(assignment, notebook),
         solution_sources(course.source_notebook(assignment, notebook)),
     )
+    carried = carried_modules(course.root, assignment)  # code carried from earlier ones
     for i in range(BATCH):
-        course.submit(f"s{i}", assignment, {f"{notebook}.ipynb": solution})
+        course.submit(f"s{i}", assignment, {f"{notebook}.ipynb": solution, **carried})
     single = timed(lambda: course.nbgrader("autograde", assignment, "--student=s0", "--force"))
     graded = course.root / "autograded" / "s0" / assignment / f"{notebook}.ipynb"
     execution = execute_seconds(graded)  # the very notebook nbgrader ran, hidden checks included

@@ -12,65 +12,30 @@ Every step is deterministic, so tests rebuild into a temporary folder and compar
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import jupytext
 import nbformat
 
-from course.grader import judge, model, probe
+from course.carry import module_name
+from course.grader import judge, model
+from course.grader.cells import grade_id_of_test_cell, nbgrader_meta
+from course.grader.sources import (  # noqa: F401 (build's public names, defined there)
+    GENERATED_NOTE,
+    KERNELSPEC,
+    NBGRADER_KEYS,
+    TEXT_SUFFIX,
+    assignments,
+    compute_references,
+    notebook_from_text,
+    notebook_key,
+    notebook_path,
+    solution_namespace,
+    text_sources,
+)
 from course.paths import tool_env
-
-KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-NBGRADER_KEYS = {"grade", "grade_id", "locked", "points", "schema_version", "solution"}
-TEXT_SUFFIX = ".pct.py"
-
-
-def text_sources(root: Path) -> list[Path]:
-    """Every notebook's text source, sorted: source/<assignment>/<name>.pct.py."""
-    return sorted((root / "source").glob(f"*/*{TEXT_SUFFIX}"))
-
-
-def assignments(root: Path) -> list[str]:
-    return sorted({path.parent.name for path in text_sources(root)})
-
-
-def notebook_path(text_path: Path) -> Path:
-    return text_path.with_name(text_path.name.removesuffix(TEXT_SUFFIX) + ".ipynb")
-
-
-def notebook_key(text_path: Path) -> str:
-    """ "<assignment>/<name>": how checks and references name a notebook."""
-    return f"{text_path.parent.name}/{text_path.name.removesuffix(TEXT_SUFFIX)}"
-
-
-def notebook_from_text(text: str) -> nbformat.NotebookNode:
-    """A clean notebook from py:percent text: nbgrader metadata only, stable cell ids."""
-    nb = jupytext.reads(text, fmt="py:percent")
-    cells = []
-    for index, cell in enumerate(nb.cells):
-        meta = cell.metadata.get("nbgrader")
-        if meta is not None:
-            unknown = set(meta) - NBGRADER_KEYS
-            if unknown:
-                raise ValueError(f"cell {index}: unknown nbgrader keys {sorted(unknown)}")
-        if cell.cell_type == "code":
-            new = nbformat.v4.new_code_cell(cell.source)
-        elif cell.cell_type == "markdown":
-            new = nbformat.v4.new_markdown_cell(cell.source)
-        else:
-            new = nbformat.v4.new_raw_cell(cell.source)
-        if meta is not None:
-            new.metadata["nbgrader"] = dict(meta)
-        new.id = f"c{index:03d}" + (f"-{meta['grade_id']}" if meta and "grade_id" in meta else "")
-        cells.append(new)
-    out = nbformat.v4.new_notebook(cells=cells)
-    out.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"}}
-    nbformat.validate(out)
-    return out
 
 
 def write_notebook(nb: nbformat.NotebookNode, path: Path) -> None:
@@ -80,9 +45,9 @@ def write_notebook(nb: nbformat.NotebookNode, path: Path) -> None:
 def validate_grade_cells(nb: nbformat.NotebookNode, key: str) -> None:
     """Each grade cell that runs a hidden check is worth what the check scores."""
     for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if not meta.get("grade") or meta.get("solution"):
+        if grade_id_of_test_cell(cell) is None:
             continue
+        meta = nbgrader_meta(cell)
         chk = (
             model.get_check(meta["grade_id"])
             if f'check("{meta["grade_id"]}"' in cell.source
@@ -131,63 +96,36 @@ def nbgrader(
 def build_release(root: Path) -> None:
     """Regenerate release/ with nbgrader, without touching the gradebook."""
     for assignment in assignments(root):
+        # nbgrader copies the source folder's files over a submission at autograde: a
+        # carried module there would replace the learner's own (course.carry).
+        clash = sorted((root / "source" / assignment).glob(f"{module_name('*')}.py"))
+        if clash:
+            raise ValueError(
+                f"source/{assignment} holds {', '.join(p.name for p in clash)}: a learner's "
+                "carried code is never part of the source (see course/carry.py); delete it"
+            )
         target = root / "release" / assignment
         if target.exists():
             shutil.rmtree(target)
         nbgrader(root, "generate_assignment", assignment, "--force", "--no-db")
 
 
-def solution_namespace(
-    nb: nbformat.NotebookNode, origin: str, answers: dict[str, str] | None = None
-) -> dict:
-    """Execute a source notebook's first code cell (its imports) and its solution cells.
-
-    That is all a hidden check needs of the solutions, and it skips the plots and training.
-    answers: {grade id: code} run instead of those solution cells (a student variant);
-    then a cell that raises is skipped, as a kernel goes on to the next cell.
-    """
-    code = [c for c in nb.cells if c.cell_type == "code"]
-    wanted = code[:1] + [c for c in code[1:] if c.metadata.get("nbgrader", {}).get("solution")]
-    namespace: dict = {"__name__": "__solutions__"}
-    os.environ.setdefault("MPLBACKEND", "Agg")
-    for cell in wanted:
-        source = (answers or {}).get(cell.metadata.get("nbgrader", {}).get("grade_id"), cell.source)
-        try:
-            exec(compile(source, f"<{origin}:{cell.id}>", "exec"), namespace)  # noqa: S102
-        except Exception:
-            if answers is None:  # the solutions themselves must run
-                raise
-    return namespace
-
-
-def compute_references(root: Path) -> dict[str, dict]:
-    """{notebook key: {check name: encoded outputs}} from the source solutions."""
-    model._load_checks()
-    result = {}
-    for text_path in text_sources(root):
-        key = notebook_key(text_path)
-        checks = [c for c in model.CHECKS.values() if c.notebook == key]
-        if not checks:
-            continue
-        namespace = solution_namespace(notebook_from_text(text_path.read_text()), key)
-        refs = {}
-        for chk in sorted(checks, key=lambda c: c.name):
-            outputs = probe.probe(chk, namespace)
-            failed = {k: v.why for k, v in outputs.items() if isinstance(v, model.Broken)}
-            if failed:
-                raise RuntimeError(f"the solution fails check {chk.name!r}: {failed}")
-            results = judge.judge(chk, outputs, outputs)
-            if not all(r.passed for r in results):
-                bad = [r.message for r in results if not r.passed]
-                raise RuntimeError(f"the solution breaks an invariant of {chk.name!r}: {bad}")
-            refs[chk.name] = {k: model.encode(v) for k, v in outputs.items()}
-        result[key] = refs
-    return result
-
-
 def write_references(root: Path, references: dict[str, dict]) -> None:
+    """Write references/, keeping each stored value that the judge cannot tell from the fresh
+    one: another processor rounds the last bits differently, and a rebuild there must not
+    rewrite every file (nor a "below" value that is noise by construction)."""
+    checks = model.checks_by_name()
     for key, refs in references.items():
         path = root / "references" / f"{key}.json"
+        stored = json.loads(path.read_text()) if path.exists() else {}
+        for name, outputs in refs.items():
+            for out_key, value in outputs.items():
+                old = stored.get(name, {}).get(out_key)
+                rule = model.rule_for(checks[name], out_key)
+                if old is not None and judge.same_for_the_judge(
+                    model.decode(old), model.decode(value), rule
+                ):
+                    outputs[out_key] = old
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(_dump_references(refs))
 

@@ -18,6 +18,8 @@ from pathlib import Path
 import nbformat
 
 from course.authoring.build import nbgrader
+from course.carry import is_carry_cell
+from course.grader.cells import grade_id_of_test_cell, nbgrader_meta, solution_cell_id
 from course.paths import course_root, gradebook_url, tool_env
 
 COURSE_FILES = ["nbgrader_config.py", "source", "release", "references"]
@@ -29,16 +31,12 @@ def strip_solution_markers(source: str) -> str:
     return "\n".join(line for line in source.splitlines() if not SOLUTION_MARKER.match(line))
 
 
-def nbgrader_meta(cell) -> dict:
-    return cell.metadata.get("nbgrader", {})
-
-
 def solution_sources(source_nb: nbformat.NotebookNode) -> dict[str, str]:
     """{grade id: solution code} for every solution cell of a source notebook."""
     return {
-        nbgrader_meta(c)["grade_id"]: strip_solution_markers(c.source)
+        solution_cell_id(c): strip_solution_markers(c.source)
         for c in source_nb.cells
-        if nbgrader_meta(c).get("solution")
+        if solution_cell_id(c)
     }
 
 
@@ -46,7 +44,8 @@ def fill(release_nb: nbformat.NotebookNode, answers: dict[str, str], trim: bool 
     """A copy of a released notebook with solution cells answered.
 
     answers: {grade id: code}; cells not named keep the release's stub.
-    trim: keep only the first code cell (imports), solution cells and grade cells; the
+    trim: keep only the first code cell (imports), carry cells (course.carry), solution cells
+    and grade cells; the
     hidden checks depend on nothing else, so a mutant need not pay for the plots.
     """
     nb = copy.deepcopy(release_nb)
@@ -59,10 +58,38 @@ def fill(release_nb: nbformat.NotebookNode, answers: dict[str, str], trim: bool 
         meta = nbgrader_meta(cell)
         if meta.get("grade_id") in answers:
             cell.source = answers[meta["grade_id"]]
-        if not trim or cell is first_code or meta.get("solution") or meta.get("grade"):
+        if (
+            not trim
+            or cell is first_code
+            or meta.get("solution")
+            or meta.get("grade")
+            or is_carry_cell(cell)
+        ):
             kept.append(cell)
     nb.cells = kept
     return nb
+
+
+def carried_modules(root: Path, assignment: str) -> dict[str, str]:
+    """{my_<a>.py: text} for each earlier assignment a that `assignment`'s source notebook
+    carries (course.carry), as a learner who did a like its solutions would submit them.
+
+    For tests and benchmarks only: a real submission carries the learner's own code.
+    """
+    from course.carry import carried_assignments, code_of, module_name, module_text, notebook_of
+
+    source = notebook_of(root / "source" / assignment)
+    todo = carried_assignments(code_of(nbformat.read(source, as_version=4))) if source else []
+    modules: dict[str, str] = {}
+    while todo:
+        earlier = todo.pop(0)
+        name = f"{module_name(earlier)}.py"
+        if name in modules:
+            continue
+        nb = nbformat.read(notebook_of(root / "source" / earlier), as_version=4)
+        modules[name] = module_text(nb, f"source/{earlier} (as a learner who solved it)")
+        todo += carried_assignments(modules[name])
+    return modules
 
 
 def mutate(code: str, old: str, new: str) -> str:
@@ -145,27 +172,32 @@ class ScratchCourse:
         return result
 
 
-def judge_in_process(source_nb: nbformat.NotebookNode, answers: dict[str, str]) -> dict[str, float]:
+def judge_in_process(
+    source_nb: nbformat.NotebookNode, answers: dict[str, str], inputs=None
+) -> dict[str, float]:
     """{grade id: points} of every hidden check, with solution cells replaced by `answers`.
 
     No kernel and no nbgrader: the solution cells run in this process, each check probes
     them, and its outputs take the same way to the verdict as a kernel's display does (JSON
     in, decoded, judged). A fast path for the mutation harness, which also checks that it
     agrees with real nbgrader grading.
+    inputs: a run's seeds and references (course.grader.inputs.Inputs); None: the public
+    ones of the committed references/.
     """
-    from course.authoring.build import solution_namespace
     from course.grader.judge import verdict
     from course.grader.model import encode, get_check
     from course.grader.probe import probe
+    from course.grader.sources import solution_namespace
 
     namespace = solution_namespace(source_nb, "variant", answers)
     scores = {}
     for cell in source_nb.cells:
-        meta = nbgrader_meta(cell)
-        if not meta.get("grade") or meta.get("solution"):
+        name = grade_id_of_test_cell(cell)
+        if name is None:
             continue
-        name = meta["grade_id"]
-        outputs = probe(get_check(name), namespace)
+        seed = None if inputs is None else inputs.seeds[name]
+        reference = None if inputs is None else inputs.reference(name)
+        outputs = probe(get_check(name), namespace, seed)
         payload = {"check": name, "outputs": {k: encode(v) for k, v in outputs.items()}}
-        scores[name] = verdict(name, json.loads(json.dumps(payload)))[0]
+        scores[name] = verdict(name, json.loads(json.dumps(payload)), "", reference)[0]
     return scores

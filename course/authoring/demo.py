@@ -1,9 +1,14 @@
 """`course demo`: the instructor's whole pipeline, headless, on four bundled demo students.
 
-In a scratch copy of the course: generate the assignment (gradebook), release it to a
-private exchange; each student fetches it, answers (the reference solution, nothing, or
-one of two classic bugs) and submits; the instructor collects, autogrades, generates
-feedback and exports grades. Every step is the real nbgrader command.
+In a copy of the course in `demo/course/` (replaced on each run, and nothing written outside
+`demo/`): generate the assignment (gradebook), release it to the demo course's own exchange;
+each student fetches it in `demo/home/<student>/`, answers (the reference solution, nothing,
+or one of two classic bugs) and submits, with nbgrader's submission cache in `demo/cache/`
+(not the user's own, where the demo students would show up as the user's submissions);
+the instructor collects, autogrades, generates feedback and exports grades. Every step is
+the real nbgrader command. Then a fifth student shows code carried forward (course.carry):
+a bug in his 03 is named in 04's feedback, and fixing 03 fixes 04. What is left is a
+graded course to open in the formgrader: `course lab --instructor --course demo/course`.
 """
 
 from __future__ import annotations
@@ -11,7 +16,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -19,9 +23,10 @@ import nbformat
 
 from course.authoring.classroom import ScratchCourse, fill, mutate, solution_sources
 from course.grader import autograde
-from course.paths import gradebook_url
+from course.paths import course_root, gradebook_url
 
 ASSIGNMENT, NOTEBOOK = "01_backprop", "backprop"
+CARRY_FROM, CARRY_TO = "03_multilayer", "04_optimisers"  # code carried forward (course.carry)
 
 
 def demo_answers(solutions: dict[str, str]) -> dict[str, dict[str, str] | None]:
@@ -52,22 +57,33 @@ def step(title: str) -> None:
     print(f"\n== {title}", flush=True)
 
 
-def main(keep: bool = False) -> int:
-    scratch = Path(tempfile.mkdtemp(prefix="everything-leaks-demo-"))
-    try:
-        return run(scratch)
-    finally:
-        if keep:
-            print(f"\nscratch course kept at {scratch}")
-        else:
-            shutil.rmtree(scratch, ignore_errors=True)
+MARKER = ".everything-leaks-demo"
+
+
+def main(into: Path | None = None) -> int:
+    demo = Path(into) if into else course_root() / "demo"
+    if demo.exists():
+        if not (demo / MARKER).exists():
+            print(
+                f"course demo: {demo} exists and is not a demo folder; choose another with --into"
+            )
+            return 2
+        shutil.rmtree(demo)
+    demo.mkdir(parents=True)
+    (demo / MARKER).write_text("made by `course demo`; replaced by its next run\n")
+    return run(demo)
 
 
 def run(scratch: Path) -> int:
     start = time.perf_counter()
     course = ScratchCourse(scratch / "course")
-    exchange = scratch / "exchange"
-    exchange_args = [f"--Exchange.root={exchange}", "--CourseDirectory.course_id=everything-leaks"]
+    # The course's own exchange (its nbgrader_config.py default), and a submission cache of
+    # the demo's own: nbgrader's default cache is the user's, shared with their real lab.
+    exchange_args = [
+        f"--Exchange.root={course.root / '.nbgrader' / 'exchange'}",
+        f"--Exchange.cache={scratch / 'cache'}",
+        "--CourseDirectory.course_id=everything-leaks",
+    ]
 
     def nbgrader(*args: str, cwd: Path) -> None:
         proc = subprocess.run(
@@ -100,7 +116,8 @@ def run(scratch: Path) -> int:
     statuses = autograde.grade(course.root, ASSIGNMENT)
     course.nbgrader("generate_feedback", ASSIGNMENT, "--force")
     course.nbgrader("export", "--to", str(course.root / "grades.csv"))
-    print(f"feedback: feedback/<student>/{ASSIGNMENT}/{NOTEBOOK}.html; grades: grades.csv")
+    print(f"feedback: {course.root / 'feedback'}/<student>/{ASSIGNMENT}/{NOTEBOOK}.html")
+    print(f"grades:   {course.root / 'grades.csv'}")
 
     step(f"grades of {ASSIGNMENT} (points per grade cell)")
     print_cell_table(course.root)
@@ -108,8 +125,66 @@ def run(scratch: Path) -> int:
     step("what the feedback tells carl and dora (first failure of each check)")
     for student in ("carl", "dora"):
         print_failures(course.root / "autograded" / student / ASSIGNMENT / f"{NOTEBOOK}.ipynb")
-    print(f"\ndemo finished in {time.perf_counter() - start:.0f} s")
+    carried_forward(course, scratch, nbgrader)
+    print(f"\ndemo finished in {time.perf_counter() - start:.0f} s; the graded course is kept in")
+    print(f"{course.root}: open it in the formgrader with")
+    print(f"  course lab --instructor --course {course.root}")
     return 0
+
+
+def carried_forward(course: ScratchCourse, scratch: Path, nbgrader) -> None:
+    """emil's 03 has a bug in affine_backward; 04 imports his 03 code (course.carry) and its
+    feedback names the bug; he fixes 03, exports again, resubmits, and 04 is right."""
+    step(f"student emil: {CARRY_FROM} with a bug in affine_backward, then {CARRY_TO}")
+    course.register(CARRY_TO)
+    for assignment in (CARRY_FROM, CARRY_TO):
+        nbgrader("release_assignment", assignment, "--force", cwd=course.root)
+    home = scratch / "home" / "emil"
+    home.mkdir(parents=True)
+    answers = {
+        CARRY_FROM: solution_sources(course.source_notebook(CARRY_FROM, "multilayer")),
+        CARRY_TO: solution_sources(course.source_notebook(CARRY_TO, "optimisers")),
+    }
+    correct = answers[CARRY_FROM]["affine_backward_solution"]
+    answers[CARRY_FROM]["affine_backward_solution"] = mutate(correct, "dw = x", "dw = 2 * x")
+    for assignment, name in ((CARRY_FROM, "multilayer"), (CARRY_TO, "optimisers")):
+        nbgrader("fetch_assignment", assignment, cwd=home)
+        path = home / assignment / f"{name}.ipynb"
+        # 04 trimmed to its graded cells (and the carry cell), to keep the demo short
+        answered = fill(nbformat.read(path, as_version=4), answers[assignment], trim=True)
+        nbformat.write(answered, path)
+
+    def submit_and_grade(label: str) -> None:
+        course_cli("export", "--work", str(home), cwd=home, env=course.env)
+        nbgrader("submit", CARRY_TO, "--student=emil", cwd=home)
+        nbgrader("collect", CARRY_TO, "--update", cwd=course.root)
+        [status] = autograde.grade(course.root, CARRY_TO, log=lambda _: None)
+        graded = course.root / "autograded" / "emil" / CARRY_TO / "optimisers.ipynb"
+        print(f"{label}: {status.score:g} / {status.max_score:g} points in {CARRY_TO}")
+        for cell in nbformat.read(graded, as_version=4).cells:
+            if cell.metadata.get("nbgrader", {}).get("grade_id") == "fully_connected_net":
+                text = "".join(o.get("text", "") for o in cell.outputs)
+                print("\n".join(line for line in text.splitlines()[:3]))
+
+    submit_and_grade("emil, 03 with the bug")
+    step("emil fixes affine_backward in 03, exports, resubmits 04")
+    path = home / CARRY_FROM / "multilayer.ipynb"
+    fixed = fill(nbformat.read(path, as_version=4), {"affine_backward_solution": correct})
+    nbformat.write(fixed, path)
+    submit_and_grade("emil, 03 fixed")
+
+
+def course_cli(*args: str, cwd: Path, env: dict) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "course.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"course {args[0]} failed:\n{proc.stderr[-3000:]}")
+    print(proc.stdout.strip())
 
 
 def print_cell_table(root: Path) -> None:

@@ -2,16 +2,20 @@
 
 import numpy as np
 
+from course.checks.common import against_reference, away_from_zero, centred_error
 from course.data import two_moons
-from course.gradcheck import rel_error
-from course.grader.model import Broken, Check, Rule, register
+from course.grader.model import Assignment, Broken, Check, Rule, register
 from course.mlp import MLP, train
 
-NOTEBOOK = "01_backprop/backprop"
-
-
-def _signed(rng, low=0.5, high=2.0):
-    return float(rng.uniform(low, high) * rng.choice([-1.0, 1.0]))
+ASSIGNMENT = Assignment(
+    id="01_backprop",
+    notebook="backprop",
+    title="01 Backprop by hand",
+    builds="a scalar autograd engine (`Value`), numerical gradient checkers",
+    leak="numerics and bookkeeping decide whether a gradient is right",
+    slow_cells=frozenset({"mlp_training"}),
+)
+NOTEBOOK = ASSIGNMENT.key
 
 
 def _forward(V, values, build):
@@ -25,9 +29,13 @@ def _forward(V, values, build):
     return leaves, node
 
 
+SELF_CHECK_STEP = 1e-6
+
+
 def _record_expression(out, V, name, points, build, self_check=True):
     """Record, at each input point, the forward value and the gradients after backward(),
-    and (optionally) their agreement with centred differences of the student's own forward.
+    and (optionally) the student's own forward values at inputs nudged by +-h, from which the
+    grader computes centred differences.
 
     points: list of input vectors; several points share one key, so an implementation that
     is right only where the answer is 0 (ReLU at a negative input) earns nothing.
@@ -35,24 +43,23 @@ def _record_expression(out, V, name, points, build, self_check=True):
     keys = [f"data:{name}", f"grad:{name}"] + ([f"selfcheck:{name}"] if self_check else [])
 
     def compute():
-        datas, grads, numeric = [], [], []
+        datas, grads, plus, minus = [], [], [], []
         for values in points:
             leaves, node = _forward(V, values, build)
             node.backward()
             datas.append(node.data)
             grads.append([leaf.grad for leaf in leaves])
             if self_check:
-                h = 1e-6
                 for i in range(len(values)):
-                    plus, minus = list(values), list(values)
-                    plus[i] += h
-                    minus[i] -= h
-                    f_plus = _forward(V, plus, build)[1].data
-                    f_minus = _forward(V, minus, build)[1].data
-                    numeric.append((f_plus - f_minus) / (2 * h))
+                    up, down = list(values), list(values)
+                    up[i] += SELF_CHECK_STEP
+                    down[i] -= SELF_CHECK_STEP
+                    plus.append(_forward(V, up, build)[1].data)
+                    minus.append(_forward(V, down, build)[1].data)
         results = [np.array(datas), np.array(grads)]
         if self_check:
-            results.append(rel_error(np.array(grads).ravel(), np.array(numeric)))
+            # Observations only: the grader differences them (course.checks.common).
+            results.append(np.stack([np.array(grads, dtype=np.float64).ravel(), plus, minus]))
         return results
 
     out.record(keys, compute)
@@ -63,7 +70,7 @@ def _record_expression(out, V, name, points, build, self_check=True):
 
 def probe_value_ops(student, rng, out):
     V = student.Value
-    a, b = _signed(rng), _signed(rng)
+    a, b = away_from_zero(rng), away_from_zero(rng)
     c = float(rng.uniform(0.5, 2.0))  # positive: a base for a fractional power
     k = float(rng.uniform(1.5, 3.0))  # a plain number on either side of an operator
     n = int(rng.integers(2, 5))
@@ -109,6 +116,7 @@ register(
                 rtol=1e-9,
                 hint="the local derivative of this operator in its _backward, or the "
                 "chain rule's multiplication by out.grad.",
+                requires="data",  # a constant gradient (a + b) is guessable
             ),
         },
     )
@@ -129,17 +137,20 @@ def probe_value_functions(student, rng, out):
         "relu": lambda x: x.relu(),
         "sigmoid": lambda x: x.sigmoid(),
     }
+    # The numerics the notebook teaches first: exp of about 800 overflows a float64
+    # (math.exp raises), so a sigmoid or tanh written through exp of the wrong sign fails
+    # at -far or +far. Those points share the key of the ordinary ones (their values, 0 and
+    # +-1, are known in advance; credited only with the others, which are not).
+    far = float(rng.uniform(750.0, 900.0))  # exp(-far) underflows to exactly 0.0
     for fname, build in functions.items():
         if fname == "log":
             name, points = "log(x) at two x > 0", [[pos], [pos + 1.0]]
+        elif fname in ("tanh", "sigmoid"):
+            name = f"{fname}(x) at an x < 0, an x > 0, and x near -800 and +800"
+            points = [[neg], [pos], [-far], [far]]
         else:
             name, points = f"{fname}(x) at an x < 0 and an x > 0", [[neg], [pos]]
         _record_expression(out, V, name, points, build, self_check=False)
-    # The numerics the notebook teaches first: exp(800) overflows a float64 (math.exp
-    # raises), so a sigmoid or tanh written through exp of the wrong sign fails here.
-    for fname in ("tanh", "sigmoid"):
-        name = f"{fname}(x) at x = -800 and x = 800"
-        _record_expression(out, V, name, [[-800.0], [800.0]], functions[fname], self_check=False)
 
 
 register(
@@ -153,7 +164,7 @@ register(
                 "forward value of",
                 rtol=1e-12,
                 hint="the formula of this function (check it at a negative input too, and "
-                "at +-800, where exp of a large positive number overflows: sigmoid's "
+                "near +-800, where exp of a large positive number overflows: sigmoid's "
                 "stable form uses exp(-|x|), tanh's math.tanh).",
             ),
             "grad": Rule(
@@ -161,6 +172,7 @@ register(
                 rtol=1e-9,
                 hint="the local derivative, e.g. tanh' = 1 - tanh**2, "
                 "sigmoid' = s * (1 - s), relu' = 1 where x > 0 else 0.",
+                requires="data",  # a constant gradient (a + b) is guessable
             ),
         },
     )
@@ -208,7 +220,7 @@ def probe_value_backward(student, rng, out):
         "log-sum-exp mix": (softplus_mix, 2),
     }
     for name, (build, arity) in expressions.items():
-        values = [_signed(rng, 0.5, 1.5) for _ in range(arity)]
+        values = [away_from_zero(rng, low=0.5, high=1.5) for _ in range(arity)]
         _record_expression(out, V, name, [values], build)
 
 
@@ -229,6 +241,7 @@ register(
                 rtol=1e-7,
                 hint="backward() must seed the output with 1.0, visit nodes in reverse "
                 "topological order, and each _backward must add (+=) into .grad.",
+                requires="data",  # a constant gradient (a + b) is guessable
             ),
             "selfcheck": Rule(
                 "backward() against centred differences of your own forward, for",
@@ -236,6 +249,7 @@ register(
                 rtol=1e-5,
                 hint="some _backward disagrees with its own forward computation.",
                 requires="data",
+                measure=centred_error(SELF_CHECK_STEP),
             ),
         },
     )
@@ -247,7 +261,7 @@ register(
 
 def probe_value_accumulation(student, rng, out):
     V = student.Value
-    a0 = _signed(rng, 0.3, 1.2)
+    a0 = away_from_zero(rng, low=0.3, high=1.2)
 
     def reused_sum(a):
         return a + a
@@ -293,8 +307,8 @@ def probe_value_accumulation(student, rng, out):
         (a * a).backward()
         return [spare.grad, a.grad]  # with a.grad: a backward() that does nothing earns nothing
 
-    out.record("seed:output grad after backward()", seeded)
-    out.record("leaf:grads of a Value outside the graph and of one inside", unrelated_leaf)
+    out.record("seed:backward()", seeded)
+    out.record("leaf:backward()", unrelated_leaf)
 
 
 register(
@@ -311,6 +325,7 @@ register(
                 hint="a node used more than once must accumulate (+=) the gradient of "
                 "every use, and backward() must visit a node only after every node "
                 "that uses it (reverse topological order, each node once).",
+                requires="data",  # a constant gradient (a + b) is guessable
             ),
             "selfcheck": Rule(
                 "backward() against centred differences of your own forward, for",
@@ -318,10 +333,19 @@ register(
                 rtol=1e-5,
                 hint="accumulation or visiting order.",
                 requires="data",
+                measure=centred_error(SELF_CHECK_STEP),
             ),
-            "seed": Rule("", rtol=1e-12, hint="backward() seeds the output's grad with 1.0."),
+            # 1.0, a guessable number: credited only with the leaf's, which depends on a.
+            "seed": Rule(
+                "output grad after",
+                rtol=1e-12,
+                hint="backward() seeds the output's grad with 1.0.",
+                requires="leaf",
+            ),
             "leaf": Rule(
-                "", rtol=1e-12, hint="backward() touches only nodes that the output depends on."
+                "grads of a Value outside the graph and of one inside, after",
+                rtol=1e-12,
+                hint="backward() touches only nodes that the output depends on.",
             ),
         },
     )
@@ -331,19 +355,10 @@ register(
 # ------------------------------------------------------------------- numerical gradients
 
 
-def _unless_moved(grad, x, original):
-    """The gradient, or Broken if x was not restored exactly (bit for bit)."""
-    if x.shape == original.shape and np.array_equal(x, original):
-        return grad
-    return Broken(
-        "x was not restored exactly afterwards (save each old element and assign "
-        "it back: x[i] += h, then x[i] -= h, leaves rounding residue)"
-    )
-
-
 def _record_checker(out, name, call, x, exact, h):
-    """Record what a student's gradient checker gives on x (Broken unless x is restored
-    exactly) and, at the default step, its agreement with the exact gradient.
+    """Record what a student's gradient checker gives on x, x itself after the call (the
+    grader wants it bit for bit as before) and, at the default step, the analytic gradient
+    (a trusted value of the reference run, which the grader compares with the student's).
 
     call(x, h): runs the student's checker; exact(x): the analytic gradient.
     """
@@ -351,14 +366,23 @@ def _record_checker(out, name, call, x, exact, h):
 
     def compute():
         grad = call(x, h)
-        return _unless_moved(grad, x, original), rel_error(grad, exact(original))
+        return grad, np.array(x, dtype=np.float64), exact(original)
 
     if h is None:
-        out.record([f"grad:{name}", f"analytic:{name}"], compute)
+        out.record([f"grad:{name}", f"restored:{name}", f"analytic:{name}"], compute)
     else:
         # The truncation error of centred differences is h**2 * f''' / 6: with h = 1e-2 it
         # is visible, so only the default step is held to the analytic gradient.
-        out.record(f"grad:{name}", lambda: compute()[0])
+        out.record([f"grad:{name}", f"restored:{name}"], lambda: compute()[:2])
+
+
+RESTORED = Rule(
+    "x after the call, for",
+    rtol=0,  # bit for bit: the reference run leaves x exactly as it was
+    weight=0,  # worth nothing alone; the gradient is credited only with it
+    hint="save each old element and assign it back (x[i] += h, then x[i] -= h, leaves "
+    "rounding residue).",
+)
 
 
 def probe_numerical_gradient(student, rng, out):
@@ -410,13 +434,17 @@ register(
                 "passed in, nudging one element of x itself at a time (x[ix] for ix in "
                 "np.ndindex(x.shape)); x.ravel() or x.flatten() of a non-contiguous x "
                 "is a copy, so nudging it leaves x alone.",
+                requires="restored",
             ),
+            "restored": RESTORED,
             "analytic": Rule(
                 "agreement with the analytic gradient, for",
                 kind="below",
                 rtol=1e-7,
                 hint="centred differences with h = 1e-5 in float64.",
                 requires="grad",
+                measure=against_reference,
+                uses="grad",
             ),
         },
     )
@@ -477,13 +505,17 @@ register(
                 rtol=1e-7,
                 hint="grad[i] = sum((f(x+h) - f(x-h)) * df) / (2h); copy f(x+h) before "
                 "nudging x again, since f may return a view of x.",
+                requires="restored",
             ),
+            "restored": RESTORED,
             "analytic": Rule(
                 "agreement with the analytic gradient, for",
                 kind="below",
                 rtol=1e-7,
                 hint="weight each output by df, and sum.",
                 requires="grad",
+                measure=against_reference,
+                uses="grad",
             ),
         },
     )
@@ -508,7 +540,7 @@ def probe_mlp_training(student, rng, out):
         losses, accuracies = train(model, X, y, steps=MLP_STEPS, learning_rate=MLP_LEARNING_RATE)
         return np.array(losses), accuracies[-1]
 
-    out.record(["loss:curve", "accuracy:after the last step"], compute)
+    out.record(["loss:", "accuracy:"], compute)
 
 
 register(
@@ -519,13 +551,16 @@ register(
         probe=probe_mlp_training,
         rules={
             "loss": Rule(
-                "training loss",
+                "training loss curve",
                 rtol=LOSS_BAND,
                 weight=2,
                 hint="a gradient that is wrong somewhere in Value, even slightly.",
                 picture="curve",
             ),
-            "accuracy": Rule("training accuracy", rtol=1e-12, hint=""),
+            # A guessable number (1.0 on an easy problem): credited only with the curve.
+            "accuracy": Rule(
+                "training accuracy after the last step", rtol=1e-12, hint="", requires="loss"
+            ),
         },
     )
 )
@@ -543,13 +578,19 @@ def _grads_of(grads, names):
     return [grads[n] if n in grads else Broken(f"grads has no key {n!r}") for n in names]
 
 
+def _by_hand_sizes(rng) -> dict:
+    """{label: (N, D, H, M)} from the seed: all different, then square W1 and W2
+    (D = H = M), where a transpose in the wrong place keeps the shapes right."""
+    N, D, H, M = (int(v) for v in rng.choice(np.arange(2, 10), 4, replace=False))
+    k = int(rng.integers(3, 8))
+    return {
+        "N, D, H, M all different": (N, D, H, M),
+        "square W1 and W2": (int(rng.choice([n for n in range(3, 10) if n != k])), k, k, k),
+    }
+
+
 def probe_backprop_by_hand(student, rng, out):
-    # N, D, H, M all different, then square W1 and W2 (D = H = M): a transpose in the
-    # wrong place that square shapes let through.
-    for label, (N, D, H, M) in (
-        ("N, D, H, M = 6, 5, 4, 3", (6, 5, 4, 3)),
-        ("square W1, W2", (5, 4, 4, 4)),
-    ):
+    for label, (N, D, H, M) in _by_hand_sizes(rng).items():
         X, Y = rng.standard_normal((N, D)), rng.standard_normal((N, M))
         W1, b1 = rng.standard_normal((D, H)), rng.standard_normal(H)
         W2, b2 = rng.standard_normal((H, M)), rng.standard_normal(M)
@@ -585,7 +626,8 @@ SOFTMAX_BY_HAND_NAMES = ("log_probs", "log_sum", "sum", "exp", "shifted", "S")
 
 
 def probe_softmax_by_hand(student, rng, out):
-    N, C = 7, 5
+    # Sizes from the seed: dlog_sum is 1/N in every row, a number known once N is.
+    N, C = int(rng.integers(6, 30)), int(rng.integers(3, 9))
     cases = {
         "ordinary scores": 2.0 * rng.standard_normal((N, C)),
         "scores near 1e3": 600.0 * rng.standard_normal((N, C)),
@@ -595,14 +637,21 @@ def probe_softmax_by_hand(student, rng, out):
 
         def compute(S=S, y=y):
             loss, grads = student.softmax_ce_by_hand(S.copy(), y.copy())
-            found = _grads_of(grads, SOFTMAX_BY_HAND_NAMES + ("max",))
-            dmax = found[-1]
-            # The shift's gradient is zero in exact arithmetic: its size, as measured.
-            size = dmax if isinstance(dmax, Broken) else float(np.max(np.abs(dmax)))
-            return [loss, *found[:-1], size]
+            # dmax raw: the grader measures its size (zero in exact arithmetic).
+            return [loss, *_grads_of(grads, (*SOFTMAX_BY_HAND_NAMES, "max"))]
 
         keys = [f"loss:{label}"] + [f"grad:d{n}, {label}" for n in SOFTMAX_BY_HAND_NAMES]
-        out.record([*keys, f"shift:dmax, {label}"], compute)
+        out.record([*keys, f"shift:{label}"], compute)
+
+
+def largest_magnitude(got, want) -> float:
+    """measure: the largest |element| of the student's array (of a gradient that is zero in
+    exact arithmetic); NaN or an empty array fails."""
+    got = np.asarray(got, dtype=np.float64)
+    if got.size == 0:
+        return float("inf")
+    largest = float(np.max(np.abs(got)))
+    return largest if np.isfinite(largest) else float("inf")
 
 
 register(
@@ -626,9 +675,11 @@ register(
                 "dS = dshifted (the max's path adds nothing).",
             ),
             "shift": Rule(
-                "largest |gradient| of the row maximum,",
+                "largest |gradient| of the row maximum (dmax), at",
                 kind="below",
                 rtol=1e-12,
+                requires="loss",  # 0 is easy to send: credited only with the loss
+                measure=largest_magnitude,
                 hint="dmax = -(row sums of dshifted), zero because each row of p - one_hot(y) "
                 "sums to 0: shifting every score of a row by the same amount changes no p.",
             ),

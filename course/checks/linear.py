@@ -7,10 +7,30 @@ one maximum for the whole batch, or the log of an underflowed probability, shows
 
 import numpy as np
 
-from course.gradcheck import numerical_gradient, rel_error
-from course.grader.model import Broken, Check, Rule, register
+from course.checks.common import (
+    centred_error,
+    clear_of_kinks,
+    gradient_observation,
+    hinge_distance,
+)
+from course.grader.model import Assignment, Check, Rule, register
+from course.grader.probe import nudged
 
-NOTEBOOK = "02_linear/linear"
+ASSIGNMENT = Assignment(
+    id="02_linear",
+    notebook="linear",
+    title="02 Linear classifiers",
+    builds=(
+        "SVM and softmax losses, with loops and vectorised, trained with SGD on real "
+        "handwritten digits"
+    ),
+    leak=(
+        "floating point: a softmax that overflows, or takes the log of a probability that "
+        "rounded to 0, stops training; the learning rate and regularisation decide what is "
+        "learned"
+    ),
+)
+NOTEBOOK = ASSIGNMENT.key
 
 
 def loss_cases(rng, N: int, D: int, C: int) -> dict:
@@ -18,12 +38,18 @@ def loss_cases(rng, N: int, D: int, C: int) -> dict:
     large scores (up to about 1e3) on rows scaled from 0.02 to 2."""
     cases = {}
     for reg in (0.0, float(rng.uniform(0.1, 0.5))):
-        W = 0.5 * rng.standard_normal((D, C))
-        X = rng.standard_normal((N, D))
+        W, X, y = clear_of_kinks(
+            lambda: (
+                0.5 * rng.standard_normal((D, C)),
+                rng.standard_normal((N, D)),
+                rng.integers(0, C, N),
+            ),
+            lambda drawn: hinge_distance(*drawn),
+        )
         cases["at ordinary scores, " + ("with" if reg else "without") + " regularisation"] = (
             W,
             X,
-            rng.integers(0, C, N),
+            y,
             reg,
         )
     W = 300.0 * rng.standard_normal((D, C))
@@ -43,30 +69,21 @@ def large_scores(rng, N: int, C: int) -> np.ndarray:
     return 600.0 * rng.standard_normal((N, C)) * row_scales(rng, N)
 
 
-def unless_modified(result, inputs, originals):
-    """result, or Broken if the function changed any of its inputs in place."""
-    for now, before in zip(inputs, originals, strict=True):
-        if now.shape != before.shape or not np.array_equal(now, before):
-            return Broken("changed its inputs W, X or y in place (work on new arrays)")
-    return result
-
-
 def record_loss(out, loss_fn, name, W, X, y, reg, self_check: bool) -> None:
-    """Record loss and dW of loss_fn(W, X, y, reg) and, optionally, the agreement of dW
-    with centred differences of the student's own loss."""
+    """Record loss and dW of loss_fn(W, X, y, reg), its inputs after the call (the grader
+    wants them unchanged) and, optionally, the student's own loss at W nudged by +-h."""
     large = "large_" if "1e3" in name else ""  # judged by rules of their own (weights)
-    keys = [f"{large}loss:{name}", f"{large}dW:{name}"]
+    keys = [f"{large}loss:{name}", f"{large}dW:{name}", f"inputs:{name}"]
     keys += [f"selfcheck:{name}"] if self_check else []
     inputs = (W, X, y)
 
     def compute():
-        originals = [a.copy() for a in inputs]
         loss, dW = loss_fn(W, X, y, reg)
-        loss = unless_modified(np.asarray(loss, dtype=np.float64), inputs, originals)
-        results = [loss, unless_modified(np.asarray(dW, dtype=np.float64), inputs, originals)]
+        after = np.concatenate([np.array(a, dtype=np.float64).ravel() for a in inputs])
+        results = [np.asarray(loss, dtype=np.float64), np.asarray(dW, dtype=np.float64), after]
         if self_check:
-            numeric = numerical_gradient(lambda w: loss_fn(w, X, y, reg)[0], W.copy())
-            results.append(rel_error(dW, numeric))
+            plus, minus = nudged(lambda w: loss_fn(w, X, y, reg)[0], W)
+            results.append(gradient_observation(dW, plus, minus))
         return results
 
     out.record(keys, compute)
@@ -99,11 +116,12 @@ def probe_softmax_numerics(student, rng, out):
         X = rng.standard_normal((N, D)) * row_scales(rng, N)
         y = rng.integers(0, C, N)
         record_loss(out, loss_fn, f"{function} at scores near 1e3", W, X, y, 1e-3, False)
+        top, middle, bottom = rng.permutation(C)[:3]  # which classes: from the seed
         W2 = np.zeros((D, C))
-        W2[0, :3] = rng.uniform(800.0, 1200.0) * np.array([1.0, 0.0, -1.0])
+        W2[0, [top, middle, bottom]] = rng.uniform(800.0, 1200.0) * np.array([1.0, 0.0, -1.0])
         X2 = np.zeros((2, D))
         X2[:, 0] = rng.uniform(0.5, 1.5, 2)
-        y2 = np.array([2, 1])  # the class far below the maximum, and the middle one
+        y2 = np.array([bottom, middle])  # the class far below the maximum, and the middle one
         record_loss(
             out,
             loss_fn,
@@ -118,17 +136,27 @@ def probe_softmax_numerics(student, rng, out):
 
 def loss_rules(loss_hint: str, gradient_hint: str, large_weight: float) -> dict[str, Rule]:
     """large_weight: how much the large-score case counts against each ordinary one."""
+    after = "inputs"  # credited only if W, X and y are left as they were
     return {
-        "loss": Rule("loss", rtol=1e-9, hint=loss_hint),
-        "dW": Rule("gradient dW", rtol=1e-8, hint=gradient_hint),
-        "large_loss": Rule("loss", rtol=1e-9, hint=loss_hint, weight=large_weight),
-        "large_dW": Rule("gradient dW", rtol=1e-8, hint=gradient_hint, weight=large_weight),
+        "loss": Rule("loss", rtol=1e-9, hint=loss_hint, requires=after),
+        "dW": Rule("gradient dW", rtol=1e-8, hint=gradient_hint, requires=after),
+        "large_loss": Rule("loss", rtol=1e-9, hint=loss_hint, weight=large_weight, requires=after),
+        "large_dW": Rule(
+            "gradient dW", rtol=1e-8, hint=gradient_hint, weight=large_weight, requires=after
+        ),
+        "inputs": Rule(
+            "W, X and y after the call,",
+            rtol=0,  # bit for bit: the reference leaves them as they were
+            weight=0,  # worth nothing alone; the loss and dW are credited only with it
+            hint="the function changed its inputs W, X or y in place (work on new arrays).",
+        ),
         "selfcheck": Rule(
             "dW against centred differences of your own loss,",
             kind="below",
             rtol=1e-6,
             hint="the gradient does not match the loss it comes from.",
             requires="loss",
+            measure=centred_error(),
         ),
     }
 
@@ -172,6 +200,7 @@ NUMERICS_RULES = {
     "large_loss": Rule(
         "loss of",
         rtol=1e-9,
+        requires="inputs",
         hint="shift each row by its own maximum before exp (exp(1000) is inf), and "
         "compute log p by log-sum-exp, never as the log of a probability (exp(-2000) "
         "rounds to 0, and -log 0 is inf; -log(p + 1e-12) is finite but wrong).",
@@ -179,8 +208,10 @@ NUMERICS_RULES = {
     "large_dW": Rule(
         "gradient dW of",
         rtol=1e-8,
+        requires="inputs",
         hint="p from the row-shifted scores (p = exp(log p)), then X.T @ (p - one_hot) / N.",
     ),
+    "inputs": loss_rules("", "", 1.0)["inputs"],  # W, X and y left as they were
 }
 # record_loss names a case's keys "large_" only if the case says "1e3": the same rules.
 NUMERICS_RULES |= {"loss": NUMERICS_RULES["large_loss"], "dW": NUMERICS_RULES["large_dW"]}

@@ -7,12 +7,27 @@ so an in-place edit in one sub-check cannot change another's inputs.
 
 import numpy as np
 
+from course.checks.common import away_from_zero, centred_error, gradient_observation, stacked
 from course.checks.linear import large_scores
-from course.gradcheck import numerical_gradient, rel_error
-from course.grader.model import Check, Rule, register
+from course.grader.model import Assignment, Check, Rule, register
+from course.grader.probe import nudged
 from course.training import accuracy, fit
 
-NOTEBOOK = "03_multilayer/multilayer"
+ASSIGNMENT = Assignment(
+    id="03_multilayer",
+    notebook="multilayer",
+    title="03 Multilayer networks",
+    builds=(
+        "affine and ReLU layers, losses on scores, `TwoLayerNet`, `sgd`, a training loop (97% "
+        "on the digits' test set)"
+    ),
+    leak=(
+        "the weight scale and the step size decide whether the network learns at all, or its "
+        "ReLUs die"
+    ),
+    slow_cells=frozenset({"two_layer_training"}),
+)
+NOTEBOOK = ASSIGNMENT.key
 
 
 def _copies(*arrays):
@@ -50,10 +65,11 @@ register(
 
 
 def probe_affine_backward(student, rng, out):
+    k = int(rng.integers(3, 8))  # a square w: a misplaced transpose keeps the shapes right
     for name, x_shape, M in (
         ("x (6, 5)", (6, 5), 3),
         ("4-D x (4, 3, 2, 2)", (4, 3, 2, 2), 5),
-        ("a square w (5, 5)", (3, 5), 5),  # a misplaced transpose keeps the shapes
+        ("a square w", (int(rng.integers(2, 6)), k), k),
     ):
         x = rng.standard_normal(x_shape)
         w = rng.standard_normal((int(np.prod(x_shape[1:])), M))
@@ -64,7 +80,7 @@ def probe_affine_backward(student, rng, out):
             _, cache = student.affine_forward(*_copies(x, w, b))
             dx, dw, db = student.affine_backward(dout.copy(), cache)
             inputs = {"x": x, "w": w, "b": b}
-            errors = []
+            observed = []
             for key, grad in (("x", dx), ("w", dw), ("b", db)):
 
                 def f(v, key=key):
@@ -72,9 +88,8 @@ def probe_affine_backward(student, rng, out):
                         **{**{k: a.copy() for k, a in inputs.items()}, key: v}
                     )[0]
 
-                numeric = numerical_gradient(f, inputs[key].copy(), dout)
-                errors.append(rel_error(grad, numeric) if np.shape(grad) == numeric.shape else 1.0)
-            return dx, dw, db, max(errors)
+                observed.append(gradient_observation(grad, *nudged(f, inputs[key], dout)))
+            return dx, dw, db, stacked(*observed)
 
         out.record([f"dx:{name}", f"dw:{name}", f"db:{name}", f"selfcheck:{name}"], compute)
 
@@ -103,6 +118,7 @@ register(
                 rtol=1e-7,
                 hint="the backward pass does not match the forward pass.",
                 requires="dx",
+                measure=centred_error(),
             ),
         },
     )
@@ -112,13 +128,9 @@ register(
 # ------------------------------------------------------------------- relu
 
 
-def _away_from_zero(rng, shape):
-    return rng.uniform(0.05, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
-
-
 def probe_relu(student, rng, out):
     for name, shape in (("x (7, 4)", (7, 4)), ("3-D x (3, 5, 2)", (3, 5, 2))):
-        x = _away_from_zero(rng, shape)
+        x = away_from_zero(rng, shape, low=0.05)
         dout = rng.standard_normal(shape)
         out.record(f"out:{name}", lambda x=x: student.relu_forward(x.copy())[0])
 
@@ -174,8 +186,8 @@ def loss_probe(function: str):
                 loss, dx = loss_fn(x.copy(), y.copy())
                 results = [np.asarray(loss, dtype=np.float64), dx]
                 if not large:
-                    numeric = numerical_gradient(lambda s: loss_fn(s.copy(), y.copy())[0], x.copy())
-                    results.append(rel_error(dx, numeric))
+                    plus, minus = nudged(lambda s: loss_fn(s.copy(), y.copy())[0], x)
+                    results.append(gradient_observation(dx, plus, minus))
                 return results
 
             out.record(keys, compute)
@@ -195,6 +207,7 @@ def score_loss_rules(loss_hint: str, gradient_hint: str, large_weight: float) ->
             rtol=1e-5,  # a wrong dx is off by 1e-2 or more; rounding alone reaches 1e-7
             hint="the gradient does not match the loss it comes from.",
             requires="loss",
+            measure=centred_error(),
         ),
     }
 
@@ -252,23 +265,59 @@ def with_params(student, D, H, C, params, reg):
     return net
 
 
+TWO_LAYER_SCALE = 0.37
+
+
+def moments(W) -> np.ndarray:
+    """(mean, std, then the shape) of one weight matrix: an observation, judged by
+    drawn_with in the grader."""
+    W = np.asarray(W, dtype=np.float64)
+    return np.array([W.mean(), W.std(), *W.shape], dtype=np.float64)
+
+
+SIGMAS = 6.0
+
+
+def drawn_with(scale: float, sigmas: float = SIGMAS):
+    """measure: one weight matrix's (mean, std, shape) against N(0, scale**2), within
+    `sigmas` of each statistic's sampling spread for its n entries: the std's ratio to
+    scale within sigmas / sqrt(2n), the mean within sigmas * scale / sqrt(n). Judged per
+    matrix, never pooled, so a matrix at another scale does not hide among the others'
+    draws. The shape must be the reference run's (drawn from the seed)."""
+
+    def measure(got, want):
+        got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+        if got.shape != want.shape or not np.array_equal(got[2:], want[2:]):
+            return "the weight matrix does not have the expected shape"
+        mean, std, n = got[0], got[1], float(np.prod(got[2:]))
+        if abs(std / scale - 1) < sigmas / np.sqrt(2 * n) and abs(mean) < sigmas * scale / np.sqrt(
+            n
+        ):
+            return True
+        return (
+            "weights are not drawn from N(0, weight_scale**2) (the sample's mean or "
+            "standard deviation is far off)"
+        )
+
+    return measure
+
+
 def probe_two_layer_net(student, rng, out):
     # Initialisation, judged by its statistics: a student may draw with any generator.
-    # Per weight matrix, never pooled: a W2 at a fixed scale hides among W1's draws.
-    # W2 has 2,000 entries: its sample std is within 1.6% of the true one (one sigma).
-    D0, H0, C0, scale = 60, 50, 40, 0.37
+    # Sizes from the (secret) seed: the shapes, which every other initial sub-check
+    # requires, cannot be known before the check runs.
+    # Each weight matrix has at least 1,000 entries: 6 sigmas of its sample std are 13%.
+    D0, H0, C0 = (int(rng.integers(low, low + 20)) for low in (50, 40, 25))
+    scale = TWO_LAYER_SCALE
     np.random.seed(int(rng.integers(1 << 31)))
 
     def initial():
         net = student.TwoLayerNet(D0, H0, C0, weight_scale=scale)
         shapes = np.concatenate([np.shape(net.params[k]) for k in PARAM_NAMES]).astype(float)
-        stds = [float(np.std(net.params[k])) for k in ("W1", "W2")]
-        means = [abs(float(np.mean(net.params[k]))) / scale for k in ("W1", "W2")]
         biases = np.concatenate([net.params["b1"].ravel(), net.params["b2"].ravel()])
-        return [shapes, *stds, *means, biases]
+        return shapes, moments(net.params["W1"]), moments(net.params["W2"]), biases
 
-    keys = ["shapes:of W1, b1, W2, b2", "std:of W1", "std:of W2", "mean:of W1", "mean:of W2"]
-    out.record([*keys, "init:biases"], initial)
+    out.record(["shapes:", "init:W1", "init:W2", "bias:"], initial)
 
     N, D, H, C = 5, 7, 9, 4
     params = hidden_params(rng, D, H, C)
@@ -287,16 +336,17 @@ def probe_two_layer_net(student, rng, out):
 
 
 INPUTS_RULE = Rule(
-    "",
-    rtol=0,
+    "X, y and the parameters after loss(X, y),",
+    rtol=0,  # bit for bit: the reference leaves them as they were
     hint="loss changed X, y or self.params in place (an in-place update, or a layer "
     "writing into an array it was given or cached): work on new arrays.",
 )
 
 
 def record_network_loss(out, label: str, build, params: dict, X, y) -> None:
-    """Record a network's loss, each gradient, and the worst agreement of its gradients
-    with centred differences of its own loss.
+    """Record a network's loss, each gradient, its own loss at each parameter nudged by
+    +-h (the grader compares the centred differences with the gradients), and X, y and
+    the network's parameters after the call, raw (the grader wants them unchanged).
 
     build(params) -> a student's network holding copies of `params`: a fresh one for every
     evaluation, so nothing a loss call leaves behind reaches the next.
@@ -306,26 +356,26 @@ def record_network_loss(out, label: str, build, params: dict, X, y) -> None:
     def compute():
         net, X_in, y_in = build(params), X.copy(), y.copy()
         loss, grads = net.loss(X_in, y_in)
-        # What the call left of its inputs, raw: a loss that edits X or its own parameters
-        # in place (W -= ..., or a layer writing into a cached array) changes them.
+        # What the call left of its inputs: a loss that edits X or its own parameters in
+        # place (W -= ..., or a layer writing into a cached array) changes them.
         left = np.concatenate(
-            [X_in.ravel(), y_in.ravel()] + [np.ravel(net.params[n]) for n in names]
+            [np.ravel(X_in), np.ravel(y_in)] + [np.ravel(net.params[n]) for n in names]
         ).astype(np.float64)
-        errors = []
+        observed = []
         for name in names:
 
             def f(v, name=name):
                 return build({**params, name: v}).loss(X.copy(), y.copy())[0]
 
-            numeric = numerical_gradient(f, params[name].copy())
-            grad = np.asarray(grads[name], dtype=np.float64)
-            errors.append(rel_error(grad, numeric) if grad.shape == numeric.shape else 1.0)
+            observed.append(gradient_observation(grads[name], *nudged(f, params[name])))
         return (
-            [np.asarray(loss, dtype=np.float64)] + [grads[n] for n in names] + [max(errors), left]
+            [np.asarray(loss, dtype=np.float64)]
+            + [grads[n] for n in names]
+            + [stacked(*observed), left]
         )
 
     keys = [f"loss:{label}"] + [f"grad:{n}, {label}" for n in names] + [f"selfcheck:{label}"]
-    keys.append(f"inputs:X, y and the parameters after loss(X, y), {label}")
+    keys.append(f"inputs:{label}")
     out.record(keys, compute)
 
 
@@ -337,24 +387,22 @@ register(
         probe=probe_two_layer_net,
         rules={
             "shapes": Rule(
-                "parameter shapes", rtol=0, hint="W1 (D, H), b1 (H,), W2 (H, C), b2 (C,)."
+                "parameter shapes of W1, b1, W2, b2",
+                rtol=0,
+                hint="W1 (D, H), b1 (H,), W2 (H, C), b2 (C,).",
             ),
-            # The weight scale is this leak: each matrix's sample std, raw, against the
-            # reference's (rtol 0.05 admits a ratio within about 10%, six sigmas).
-            "std": Rule(
-                "standard deviation of the initial weights",
-                rtol=0.05,
-                weight=2,
+            # The weight scale is this leak: each matrix's sample mean and standard
+            # deviation, judged per matrix (a W2 at a fixed scale hides in pooled draws).
+            "init": Rule(
+                "initial weights",
+                kind="true",
                 hint="draw every weight matrix, W2 too, from N(0, weight_scale**2): "
                 "weight_scale * np.random.randn(...), not a fixed scale or weight_scale**2.",
+                measure=drawn_with(TWO_LAYER_SCALE),  # its shape too (from the seed)
             ),
-            "mean": Rule(
-                "|mean| / weight_scale of the initial weights",
-                kind="below",
-                rtol=0.2,
-                hint="draw from a normal centred at 0.",
+            "bias": Rule(
+                "initial biases", rtol=0, weight=2, hint="start at zero.", requires="shapes"
             ),
-            "init": Rule("initial", rtol=0, hint="biases start at zero (np.zeros)."),
             "scores": Rule(
                 "scores for",
                 rtol=1e-10,
@@ -377,6 +425,7 @@ register(
                 rtol=1e-6,
                 hint="a gradient does not match the loss it comes from.",
                 requires="loss",
+                measure=centred_error(),
             ),
             "inputs": INPUTS_RULE,
         },
@@ -398,13 +447,10 @@ def probe_sgd(student, rng, out):
             learning_rates.append(config["learning_rate"])
         return np.asarray(current, dtype=np.float64), np.array(learning_rates, dtype=float)
 
-    out.record(
-        ["w:after 3 steps with the default config", "config:default learning_rate"],
-        lambda: steps(None),
-    )
+    out.record(["w:the default config", "config:the default config"], lambda: steps(None))
     lr = float(rng.uniform(0.2, 0.6))
     out.record(
-        ["w:after 3 steps with a given learning_rate", "config:given learning_rate"],
+        ["w:a given learning_rate", "config:a given learning_rate"],
         lambda: steps({"learning_rate": lr}),
     )
 
@@ -417,12 +463,14 @@ register(
         probe=probe_sgd,
         rules={
             "w": Rule(
-                "weights",
+                "weights after 3 steps, with",
                 rtol=1e-12,
                 hint="next_w = w - config['learning_rate'] * dw, the rate 1e-2 by default.",
             ),
+            # The rate is a number anyone can guess: credited only with the weights.
             "config": Rule(
-                "config['learning_rate'] kept, for the",
+                "config['learning_rate'] kept, with",
+                requires="w",
                 rtol=1e-12,
                 hint="config.setdefault('learning_rate', 1e-2), and return the config.",
                 weight=0.5,
@@ -461,7 +509,7 @@ def probe_two_layer_training(student, rng, out):
         )
         return np.array(history["loss"]), accuracy(net.loss(X), y)
 
-    out.record(["loss:curve", "accuracy:after the last step"], compute)
+    out.record(["loss:", "accuracy:"], compute)
 
 
 register(
@@ -472,13 +520,16 @@ register(
         probe=probe_two_layer_training,
         rules={
             "loss": Rule(
-                "training loss",
+                "training loss curve",
                 rtol=LOSS_BAND,
                 weight=2,
                 hint="a gradient of TwoLayerNet, or the sgd step, that is wrong, even slightly.",
                 picture="curve",
             ),
-            "accuracy": Rule("training accuracy", rtol=1e-12, hint=""),
+            # A guessable number (1.0 on an easy problem): credited only with the curve.
+            "accuracy": Rule(
+                "training accuracy after the last step", rtol=1e-12, hint="", requires="loss"
+            ),
         },
     )
 )

@@ -9,10 +9,31 @@ never by the exact random numbers.
 
 import numpy as np
 
-from course.checks.multilayer import INPUTS_RULE, record_network_loss
-from course.grader.model import Broken, Check, Rule, register
+from course.checks.common import (
+    away_from_zero,
+    centred_error,
+    clear_of_kinks,
+    relu_distance,
+    seeded,
+)
+from course.checks.multilayer import INPUTS_RULE, drawn_with, moments, record_network_loss
+from course.grader.model import Assignment, Check, Rule, register
 
-NOTEBOOK = "04_optimisers/optimisers"
+ASSIGNMENT = Assignment(
+    id="04_optimisers",
+    notebook="optimisers",
+    title="04 Initialisation and optimisers",
+    builds=(
+        "`weight_init` (Xavier, He), a deep `FullyConnectedNet`, `sgd_momentum`, `rmsprop`, "
+        "`adam`, `adamw`"
+    ),
+    leak=(
+        "at depth, the scale of the first draw decides whether anything trains; bias "
+        "correction, where weight decay enters and the learning-rate schedule each change the "
+        "descent"
+    ),
+)
+NOTEBOOK = ASSIGNMENT.key
 
 # ------------------------------------------------------------------- weight_init
 
@@ -26,7 +47,9 @@ def _moments(W: np.ndarray) -> tuple[float, float, float]:
 
 
 def probe_weight_init(student, rng, out):
-    fan_in, fan_out = 500, 240  # fan_in != fan_out: a scheme that uses fan_out shows
+    # From the (secret) seed, fan_in well above fan_out: a scheme that uses fan_out shows,
+    # and the shape, which every moment requires, cannot be known before the check runs.
+    fan_in, fan_out = int(rng.integers(450, 551)), int(rng.integers(200, 301))
     for scheme, std in (
         ("xavier", np.sqrt(1 / fan_in)),
         ("he", np.sqrt(2 / fan_in)),
@@ -37,12 +60,10 @@ def probe_weight_init(student, rng, out):
         def compute(scheme=scheme, std=std, seed=seed):
             W = student.weight_init(fan_in, fan_out, scheme, np.random.default_rng(seed))
             shape = np.array(np.shape(W), dtype=float)
-            mean, sample_std, kurtosis = _moments(W)
-            # 120,000 draws: the mean's and the std's errors are about 0.3% of std, the
-            # kurtosis's about 0.014, so these bounds hold for any correct generator.
-            centred = abs(mean) < 0.02 * std or Broken("the mean is not 0")
-            normal = abs(kurtosis) < 0.1 or Broken("the draws are not normal (uniform?)")
-            return shape, centred, sample_std, normal
+            # Observations: the sample's moments, and the scheme's std (the grader reads
+            # the reference run's, never the student's).
+            moments = np.array([*_moments(W), std])
+            return shape, moments, moments, moments
 
         label = f"scheme {scheme!r}" if isinstance(scheme, str) else "a number as the scheme"
         keys = ["shape", "mean", "std", "normal"]
@@ -50,13 +71,40 @@ def probe_weight_init(student, rng, out):
 
     def reproducible():
         seed = int(rng.integers(1 << 31))
-        first = student.weight_init(7, 5, "he", np.random.default_rng(seed))
+        rows, cols = int(rng.integers(5, 9)), int(rng.integers(2, 5))  # known to no one
+        first = student.weight_init(rows, cols, "he", np.random.default_rng(seed))
         np.random.seed(seed % 1000)  # a function drawing from the global generator differs
-        second = student.weight_init(7, 5, "he", np.random.default_rng(seed))
-        other = student.weight_init(7, 5, "he", np.random.default_rng(seed + 1))
-        return bool(np.array_equal(first, second) and not np.array_equal(first, other))
+        second = student.weight_init(rows, cols, "he", np.random.default_rng(seed))
+        other = student.weight_init(rows, cols, "he", np.random.default_rng(seed + 1))
+        return np.stack([np.asarray(a, dtype=np.float64) for a in (first, second, other)])
 
-    out.record("rng:the generator passed in decides the draws", reproducible)
+    out.record("rng:scheme 'he'", reproducible)  # credited with he's spread (requires)
+
+
+# 120,000 draws: the mean's and the std's errors are about 0.3% of std, the kurtosis's
+# about 0.014, so these bounds hold for any correct generator. Each measure reads the
+# student's (mean, std, excess kurtosis) and the reference run's std of the scheme.
+
+
+def seeded_like_reference(got, want):
+    """seeded, on draws of the shape (drawn from the seed) the reference run made."""
+    if np.shape(got) != np.shape(want):
+        return "the draws do not have the shape (fan_in, fan_out)"
+    return seeded(got, want)
+
+
+def _centred(got, want):
+    return abs(got[0]) < 0.02 * want[3] or "the mean is not 0"
+
+
+def _scaled(got, want):
+    return abs(got[1] / want[3] - 1) < 0.02 or (
+        "the standard deviation is not the scheme's (fan_in, not fan_out; a std, not a variance)"
+    )
+
+
+def _normal(got, want):
+    return abs(got[2]) < 0.1 or "the draws are not normal (uniform?)"
 
 
 register(
@@ -69,31 +117,40 @@ register(
             # Shape, mean and normality are credited only with the right spread: they are
             # easy, and the scheme's standard deviation is the point of the function.
             "shape": Rule("shape for", rtol=0, hint="(fan_in, fan_out).", requires="std"),
+            # (and the spread only with the right shape: the two require each other)
             "mean": Rule(
                 "mean of the draws for",
                 kind="true",
                 hint="rng.normal(0.0, std, ...).",
                 requires="std",
+                measure=_centred,
             ),
-            # The sample's std, raw, against the reference's: rtol 0.01 admits a ratio
-            # within about 2% (each is within 0.3% of its true value, one sigma).
             "std": Rule(
-                "standard deviation of the draws for",
-                rtol=0.01,
+                "standard deviation for",
+                kind="true",
                 weight=3,
                 hint="xavier: sqrt(1 / fan_in); he: sqrt(2 / fan_in); a number: that std "
                 "(a std, not a variance). The course's 'xavier' is the fan_in form (LeCun's, "
                 "and PyTorch's fan_in mode); Glorot and Bengio's own 2 / (fan_in + fan_out) "
                 "averages the fans, another convention, not this API's.",
+                measure=_scaled,
+                requires="shape",
             ),
             "normal": Rule(
-                "normal shape for", kind="true", hint="draw with rng.normal.", requires="std"
+                "normal shape for",
+                kind="true",
+                hint="draw with rng.normal.",
+                requires="std",
+                measure=_normal,
             ),
+            # Credited only with the right spread: two arrays that differ are easy to make.
             "rng": Rule(
-                "",
+                "the generator passed in decides the draws, for",
                 kind="true",
                 weight=2,
                 hint="draw from the rng argument, not np.random's global generator.",
+                measure=seeded_like_reference,
+                requires="std",
             ),
         },
     )
@@ -120,51 +177,51 @@ def _fcn_with(student, dims, params, reg):
     return net
 
 
+def _float_size(param) -> int:
+    dtype = np.asarray(param).dtype
+    return dtype.itemsize if np.issubdtype(dtype, np.floating) else 0
+
+
 def probe_fully_connected_net(student, rng, out):
     Net = student.FullyConnectedNet
 
-    # Per weight matrix, never pooled: a last layer at a fixed scale hides among the others.
-    # The smallest matrix has 1,200 entries: its sample std is within 2% (one sigma).
-    dims = [60, 50, 40, 30]
-    layers = range(1, len(dims))
-
     def construction():
+        # Sizes from the (secret) seed: the shapes, which every other construction
+        # sub-check requires, cannot be known before the check runs.
+        # Per weight matrix, never pooled (a last layer at a fixed scale hides among the
+        # others' draws): each has at least 1,000 entries, 6 sigmas of its std are 13%.
+        dims = [int(rng.integers(low, low + 10)) for low in (40, 32, 36, 30)]
         net = Net(dims[1:-1], dims[0], dims[-1], weight_scale=0.23, dtype=np.float64, seed=3)
-        names = [f"{p}{i}" for i in layers for p in ("W", "b")]
+        names = [f"{p}{i}" for i in range(1, len(dims)) for p in ("W", "b")]
         if sorted(net.params) != sorted(names):
             raise KeyError(f"params has keys {sorted(net.params)}, expected W1, b1, ..., W3, b3")
         shapes = np.concatenate([np.shape(net.params[n]) for n in names]).astype(float)
-        stds = [float(np.std(net.params[f"W{i}"])) for i in layers]
-        means = [abs(float(np.mean(net.params[f"W{i}"]))) / 0.23 for i in layers]
-        biases = np.concatenate([net.params[f"b{i}"].ravel() for i in layers]).astype(float)
-        f64 = all(p.dtype == np.float64 for p in net.params.values())
-        f32 = all(p.dtype == np.float32 for p in Net([4], 3, 2, seed=1).params.values())
-        typed = (f64 and f32) or Broken(
-            "parameters are not of the `dtype` asked for (float32 by default)"
-        )
-        same = Net([6], 5, 3, seed=11).params["W1"]
-        again = Net([6], 5, 3, seed=11).params["W1"]
-        other = Net([6], 5, 3, seed=12).params["W1"]
-        seeded = (np.array_equal(same, again) and not np.array_equal(same, other)) or Broken(
-            "the same seed does not give the same weights (draw with np.random.default_rng(seed))"
-        )
-        return [shapes, *stds, *means, biases, typed, seeded]
+        weights = [moments(net.params[f"W{layer}"]) for layer in range(1, len(dims))]
+        biases = np.concatenate([net.params[n].ravel() for n in names if n[0] == "b"])
+        # The size of each parameter's float type, in bytes (0: not a float): float64 when
+        # asked for, float32 by default.
+        default = Net([4], 3, 2, seed=1).params
+        params = [net.params[n] for n in names] + [default[n] for n in sorted(default)]
+        sizes = np.array([_float_size(p) for p in params], dtype=float)
+        draws = np.stack([np.asarray(Net([6], 5, 3, seed=s).params["W1"]) for s in (11, 11, 12)])
+        return [shapes, *weights, biases, sizes, draws]
 
-    keys = ["shapes:of W1, b1, ..., W3, b3"]
-    keys += [f"std:of W{i}" for i in layers] + [f"mean:of W{i}" for i in layers]
-    keys += ["init:biases", "dtype:", "seed:"]
+    keys = ["shapes:", "init:W1", "init:W2", "init:W3", "bias:", "dtype:", "seed:"]
     out.record(keys, construction)
 
     N = 8
+    k = int(rng.integers(4, 8))
     for dims, label in (
         ([7, 4], "no hidden layer"),
         ([7, 6, 4], "one hidden layer"),
         ([7, 6, 5, 4], "two hidden layers"),
-        # Square weights: a transpose in the wrong place that square shapes let through.
-        ([6, 6, 6, 4], "two hidden layers, square W1 and W2"),
+        # Square weights: a transpose in the wrong place keeps the shapes right.
+        ([k, k, k, 3], "two hidden layers, square W1 and W2"),
     ):
-        params = _fcn_params(rng, dims)
-        X = rng.standard_normal((N, dims[0]))
+        params, X = clear_of_kinks(
+            lambda d=dims: (_fcn_params(rng, d), rng.standard_normal((N, d[0]))),
+            lambda drawn: relu_distance(*drawn),
+        )
         y = rng.integers(0, dims[-1], N)
         out.record(
             f"scores:{label}",
@@ -184,24 +241,45 @@ register(
         notebook=NOTEBOOK,
         points=4,
         probe=probe_fully_connected_net,
+        builds_on={
+            "affine_forward": "affine_forward",
+            "affine_backward": "affine_backward",
+            "relu": "relu_forward or relu_backward",
+            "softmax_loss": "softmax_loss",
+        },
         rules={
-            "shapes": Rule("parameter shapes", rtol=0, hint="W_l (d_{l-1}, d_l), b_l (d_l,)."),
+            "shapes": Rule(
+                "parameter shapes of W1, b1, ..., W3, b3",
+                rtol=0,
+                hint="W_l (d_{l-1}, d_l), b_l (d_l,).",
+            ),
             # Weighted up: a construction key stands alone, a gradient has many siblings.
-            "std": Rule(
-                "standard deviation of the initial weights",
-                rtol=0.05,  # a ratio within about 10% of the reference's: five sigmas
-                weight=2,
+            # Each is credited only with the right shapes, which depend on the seed (the
+            # initial weights' measure reads each matrix's shape itself).
+            "init": Rule(
+                "initial weights",
+                kind="true",
                 hint="every W_l, the last one too, from N(0, weight_scale**2).",
+                measure=drawn_with(0.23),
             ),
-            "mean": Rule(
-                "|mean| / weight_scale of the initial weights",
-                kind="below",
-                rtol=0.2,
-                hint="draw from a normal centred at 0.",
+            "bias": Rule(
+                "initial biases", rtol=0, weight=3, hint="start at zero.", requires="shapes"
             ),
-            "init": Rule("initial", rtol=0, weight=3, hint="biases start at zero."),
-            "dtype": Rule("parameter dtype", kind="true", weight=3, hint=""),
-            "seed": Rule("seed", kind="true", weight=3, hint=""),
+            "dtype": Rule(
+                "parameter dtype",
+                rtol=0,
+                weight=3,
+                hint="parameters are of the `dtype` asked for (float32 by default).",
+                requires="shapes",
+            ),
+            "seed": Rule(
+                "seed",
+                kind="true",
+                weight=3,
+                hint="draw with np.random.default_rng(seed).",
+                measure=seeded,
+                requires="shapes",
+            ),
             "scores": Rule(
                 "scores for",
                 rtol=1e-10,
@@ -223,6 +301,7 @@ register(
                 rtol=1e-5,  # a wrong gradient is off by 1e-3 or more; kinks and rounding 1e-7
                 hint="a gradient does not match the loss it comes from.",
                 requires="loss",
+                measure=centred_error(),
             ),
             "inputs": INPUTS_RULE,
         },
@@ -236,31 +315,20 @@ STEPS = 4
 CURVE_STEPS = 40
 
 
-def softmax_regression(W: np.ndarray, X: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
-    """The fixed problem for the loss curves: mean cross-entropy of X @ W, and its gradient."""
-    scores = X @ W
-    shifted = scores - scores.max(axis=1, keepdims=True)
-    log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-    rows = np.arange(len(y))
-    dscores = np.exp(log_probs)
-    dscores[rows, y] -= 1
-    return float(-log_probs[rows, y].mean()), X.T @ dscores / len(y)
-
-
 def rule_probe(function: str, given: dict, state: dict, curve_config: dict):
     """Probe an update rule.
 
     given: hyper-parameters for the "given config" run; state: {key: how to draw it from
     rng} of state already in that config (as after earlier steps). A rule with an epsilon
-    also meets dead units (gradients exactly 0 from zero state) and gradients far below
-    a given epsilon of 1, where an epsilon that is missing (0 / 0) or not read from config
+    also meets a dead unit (gradients exactly 0 from zero state) and gradients far below a
+    given epsilon of 1, where an epsilon that is missing (0 / 0) or not read from config
     (a hard-coded 1e-8) shows, and where its place, inside or outside the root, does not.
     """
 
     def probe(student, rng, out):
         rule = getattr(student, function)
         shape = (4, 3)
-        w0, dws = _away_from_zero(rng, shape), [_away_from_zero(rng, shape) for _ in range(STEPS)]
+        w0, dws = away_from_zero(rng, shape), [away_from_zero(rng, shape) for _ in range(STEPS)]
         start = dict(given)
         for key, draw in state.items():
             start[key] = draw(rng, shape)
@@ -284,14 +352,12 @@ def rule_probe(function: str, given: dict, state: dict, curve_config: dict):
                     w, current = rule(w_in, dw_in, current)
                     path.append(np.array(w, dtype=np.float64))
                     moved.append(np.array([w_in - w_before, dw_in - dw]))
-                return [np.array(path), np.array(moved)] + [
-                    np.asarray(current[k], dtype=np.float64) for k in state_keys
-                ]
+                # The state, one array: t alone is a number anyone can guess, so the state
+                # is credited only with the weights of the same run.
+                kept = [np.asarray(current[k], dtype=np.float64).ravel() for k in state_keys]
+                return np.array(path), np.concatenate(kept), np.array(moved)
 
-            n = len(steps)
-            keys = [f"w:{n} steps from {label}", f"inputs:w and dw moved by {n} calls from {label}"]
-            keys += [f"state:{k} after {n} steps from {label}" for k in state_keys]
-            out.record(keys, run)
+            out.record([f"w:from {label}", f"state:from {label}", f"inputs:from {label}"], run)
 
         record_run("the default config", None, dws)
         record_run("a given config and state", start, dws)
@@ -300,30 +366,31 @@ def rule_probe(function: str, given: dict, state: dict, curve_config: dict):
             _, config = rule(w0.copy(), dws[0].copy(), None)
             return np.array([float(config[k]) for k in sorted(given)])
 
-        out.record("defaults:of " + ", ".join(sorted(given)), defaults)
+        out.record("defaults:", defaults)
 
-        C = 3
-        centres = 2.0 * rng.standard_normal((C, 5))
-        y = rng.integers(0, C, 60)
-        X = centres[y] + rng.standard_normal((60, 5))
-        W_start = 0.1 * rng.standard_normal((5, C))
+        # The fixed problem for the loss curve: least squares, written out here (no graded
+        # function of any assignment is a loss a kernel could import from the package).
+        X = rng.standard_normal((60, 5))
+        Y = X @ rng.standard_normal((5, 3)) + 0.5 * rng.standard_normal((60, 3))
+        W_start = 0.1 * rng.standard_normal((5, 3))
 
         def curve():
             W, config, losses = W_start.copy(), dict(curve_config), []
             for _ in range(CURVE_STEPS):
-                loss, dW = softmax_regression(W, X, y)
-                W, config = rule(W, dW, config)
-                losses.append(loss)
+                residual = X @ W - Y
+                losses.append(0.5 * float(np.mean(np.sum(residual**2, axis=1))))
+                W, config = rule(W, X.T @ residual / len(X), config)
             return np.array(losses)
 
-        out.record("curve:loss of softmax regression trained with your rule", curve)
+        out.record("curve:", curve)
 
         if "epsilon" in given:  # drawn last: the earlier cases' inputs stay as they were
-            tiny = [1e-7 * _away_from_zero(rng, shape) for _ in range(STEPS)]
+            tiny = [1e-7 * away_from_zero(rng, shape) for _ in range(STEPS)]
+            dead = int(rng.integers(shape[1]))
             for dw in tiny:
-                dw[:, 1] = 0.0  # a dead unit: its gradient is exactly zero at every step
-            dead = {"learning_rate": given["learning_rate"], "epsilon": 1.0}
-            record_run("zero state, a dead unit, gradients near 1e-7 and epsilon 1", dead, tiny)
+                dw[:, dead] = 0.0  # a dead unit: its gradient is exactly zero at every step
+            config = {"learning_rate": given["learning_rate"], "epsilon": 1.0}
+            record_run("zero state, a dead unit, gradients near 1e-7 and epsilon 1", config, tiny)
 
     return probe
 
@@ -347,40 +414,46 @@ CONVENTIONS = {
 }
 
 
-def rule_rules(hint: str, convention: str = "") -> dict[str, Rule]:
+def rule_rules(hint: str, given: dict, state: dict, convention: str = "") -> dict[str, Rule]:
     # 1e-6: tolerates where epsilon sits (inside or outside the square root; the API
     # leaves it open for rmsprop), and catches every real mistake (off by 1e-3 or more).
     return {
-        "w": Rule("weights after", rtol=1e-6, weight=2, hint=hint + convention),
-        # Raw arrays, compared exactly with what the reference leaves (them unchanged).
+        "w": Rule(f"weights after {STEPS} steps,", rtol=1e-6, weight=2, hint=hint + convention),
+        "state": Rule(
+            f"config's {', '.join(sorted(state))} after {STEPS} steps,",
+            rtol=1e-6,
+            weight=len(state),
+            hint="the state must be stored back into config, as the API defines it." + convention,
+            requires="w",
+        ),
+        # Raw differences, compared exactly with the reference's (zeros), and credited
+        # only with the weights of the same run (zeros alone are easy to send).
         "inputs": Rule(
-            "",
+            "how much each call moved the w and dw it was given,",
             rtol=0,
             weight=2,
             hint="the rule changed w or dw in place (w += v, w -= ...): the caller's weights "
             "move behind its back. Compute next_w as a new array (next_w = w + v); only "
             "config's own state may change.",
+            requires="w",
         ),
-        "state": Rule(
-            "config",
-            rtol=1e-6,
-            hint="the state must be stored back into config, as the API defines it." + convention,
-        ),
+        # The API's numbers, known to all: credited only with the curve, which uses them.
         "defaults": Rule(
-            "default values", rtol=1e-12, hint="use config.setdefault with the API's defaults."
+            f"default values of {', '.join(sorted(given))}",
+            rtol=1e-12,
+            hint="use config.setdefault with the API's defaults.",
+            requires="curve",
         ),
         # The curve's gradients shrink as it converges, where epsilon's place shows more:
         # a band of 1e-4 still separates every mistake (1e-2 and more) from correct code.
         "curve": Rule(
-            "", rtol=1e-4, weight=2, hint="the update, the state, or a default.", picture="curve"
+            "loss of least squares trained with your rule",
+            rtol=1e-4,
+            weight=2,
+            hint="the update, the state, or a default.",
+            picture="curve",
         ),
     }
-
-
-def _away_from_zero(rng, shape):
-    """Entries of size 0.5 to 2: no tiny weight or gradient makes a relative error of
-    rounding (or of where epsilon sits) look like a mistake."""
-    return rng.uniform(0.5, 2.0, shape) * rng.choice([-1.0, 1.0], shape)
 
 
 def _positive(rng, shape):
@@ -432,6 +505,6 @@ for function, (points, given, state, curve_config, hint) in RULES.items():
             notebook=NOTEBOOK,
             points=points,
             probe=rule_probe(function, given, state, curve_config),
-            rules=rule_rules(hint, CONVENTIONS.get(function, "")),
+            rules=rule_rules(hint, given, state, CONVENTIONS.get(function, "")),
         )
     )

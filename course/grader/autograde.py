@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,45 +41,72 @@ def expected_notebooks(root: Path, assignment: str) -> list[str]:
     return sorted(p.name for p in (root / "release" / assignment).glob("*.ipynb"))
 
 
+def printable(text: object, limit: int = 300) -> str:
+    """What a student wrote (an error message, a cell's metadata), made safe for the
+    instructor's table and logs: one line, control characters and escape codes shown as
+    escapes, at most `limit` characters."""
+    text = str(text)
+    safe = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[:limit])
+    return safe + ("..." if len(text) > limit else "")
+
+
 def preflight(folder: Path, expected: list[str]) -> list[str]:
-    """Problems that stop a submission's notebooks from being graded, in words."""
+    """Problems that stop a submission's notebooks from being graded, in words. Nothing
+    is read through a link, nor beyond the size a submission may have."""
+    from course.grader.parallel import MAX_SUBMISSION_BYTES, read_regular, regular_files
+
     problems = []
-    present = {p.name for p in folder.glob("*.ipynb")}
+    files, others = regular_files(folder)
+    problems += [printable(o) for o in others if o.split("'")[1] in expected]
+    present = {p.name for p in files if p.parent == folder and p.suffix == ".ipynb"}
+    if sum(p.lstat().st_size for p in files) > MAX_SUBMISSION_BYTES:
+        return [f"its files weigh more than {MAX_SUBMISSION_BYTES // 2**20} MB in all"]
     strangers = sorted(present - set(expected))
     for name in expected:
         path = folder / name
         if name not in present:
+            if (folder / name).is_symlink() or (folder / name).exists():
+                continue  # a link or a special file: said above
             found = (
-                f"; found {', '.join(repr(s) for s in strangers)}: rename it" if strangers else ""
+                f"; found {', '.join(repr(printable(s, 60)) for s in strangers)}: rename it"
+                if strangers
+                else ""
             )
             problems.append(f"{name} is missing{found}")
             continue
         try:
-            nbformat.validate(nbformat.read(path, as_version=4))
+            text = read_regular(path, MAX_SUBMISSION_BYTES).decode("utf-8")
+            nbformat.validate(nbformat.reads(text, as_version=4))
         except (NotJSONError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-            problems.append(f"{name} is not valid JSON ({str(exc).splitlines()[0][:120]})")
+            first = printable((str(exc).splitlines() or [""])[0], 120)
+            problems.append(f"{name} is not valid JSON ({first})")
         except Exception as exc:  # noqa: BLE001 (nbformat raises many kinds)
             problems.append(
                 f"{name} is not a valid notebook ({type(exc).__name__}: "
-                f"{str(exc).splitlines()[0][:160]})"
+                f"{printable((str(exc).splitlines() or [''])[0], 160)})"
             )
     return problems
 
 
 def interruptions(notebook: Path) -> list[str]:
-    """What stopped cells of a graded notebook: timeouts, and where grading was cut off."""
-    from course.grader.nbgrader_ext import CUT_OFF
+    """What stopped cells of a graded notebook: timeouts, and where grading was cut off.
+    Only the grader's own words are reported; grade ids are escaped (students edit them)."""
+    from course.grader.nbgrader_ext import CUT_OFF, is_cut_off_reason
 
     found = []
     nb = nbformat.read(notebook, as_version=4)
     for index, cell in enumerate(nb.cells):
-        name = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        name = printable(grade_id, 60) if grade_id else f"cell {index}"
         for out in cell.get("outputs", []):
             if out.get("output_type") != "error":
                 continue
-            if out.get("ename") == CUT_OFF:
-                found.append(f"cut off in {name}: {out.get('evalue')}")
-            elif "CellTimeoutError" in "".join([out.get("ename", "")] + out.get("traceback", [])):
+            evalue = out.get("evalue")
+            if out.get("ename") == CUT_OFF and is_cut_off_reason(evalue):
+                found.append(f"cut off in {name}: {printable(evalue, 160)}")
+            elif "CellTimeoutError" in "".join(
+                str(x) for x in [out.get("ename", "")] + list(out.get("traceback", []))
+            ):
                 found.append(f"timed out in {name}")
     return found
 
@@ -109,11 +137,17 @@ def assignment_in_gradebook(root: Path, assignment: str) -> bool:
 
 
 def submission_digest(folder: Path) -> str:
-    """A fingerprint of a submission's files: a re-run regrades only what changed."""
+    """A fingerprint of a submission's files: a re-run regrades only what changed. Links
+    count by their target's name, never by what they point to."""
+    from course.grader.parallel import regular_files
+
     digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+    files, others = regular_files(folder)
+    for path in files:
         digest.update(path.relative_to(folder).as_posix().encode() + b"\0")
         digest.update(hashlib.sha256(path.read_bytes()).digest())
+    for other in others:
+        digest.update(other.encode() + b"\0")
     return digest.hexdigest()
 
 
@@ -132,6 +166,7 @@ def grade_and_record(
     from tqdm import tqdm
 
     from course.grader import parallel
+    from course.grader.nbgrader_ext import GraderFault
     from course.grader.recording import Recorder
 
     try:
@@ -153,9 +188,14 @@ def grade_and_record(
             root, assignment, students, workers, scheduler, sandboxed
         ):
             student = job["student"]
-            logs.append(f"==> {student}\n{result.get('log', '')}")
+            log = "\n".join(printable(line, 2000) for line in result.get("log", "").splitlines())
+            logs.append(f"==> {printable(student)}\n{log}")
+            if "fault" in result:
+                # The grader's own failure: stop, and say which check (exit status 2).
+                write_log(root, assignment, logs)
+                raise GraderFault(f"{result['fault']}; grading stopped at {student}")
             if "error" in result:
-                statuses[student].problems.append(f"not graded: {result['error']}")
+                statuses[student].problems.append(f"not graded: {printable(result['error'])}")
             else:
                 try:
                     recorder.record(student, result["files"])
@@ -165,6 +205,10 @@ def grade_and_record(
                         f"{str(exc)[:200]})"
                     )
             bar.update(1)
+    write_log(root, assignment, logs)
+
+
+def write_log(root: Path, assignment: str, logs: list[str]) -> None:
     log_path = root / ".nbgrader" / "logs" / f"autograde-{assignment}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.write_text("\n".join(sorted(logs)))
@@ -179,19 +223,23 @@ def grade(
     assignment: str,
     log=print,
     sandboxed: bool = True,
-    workers: int = 1,
+    workers: int | None = None,
     scheduler: str | None = None,
-    force: bool = True,
+    force: bool = False,
 ) -> list[Status]:
     """Autograde the submissions of `assignment` in course directory `root`.
 
     sandboxed: False grades with kernels outside the sandbox, on purpose only.
-    workers, scheduler: grade on this many local worker processes, or on a Dask cluster
-    (course.grader.parallel); only this process writes the gradebook (course.grader.recording).
+    workers, scheduler: grade on this many local worker processes (None: one per core), or
+    on a Dask cluster (course.grader.parallel); only this process writes the gradebook
+    (course.grader.recording). These defaults are the command line's (course.cli).
     force: False regrades only submissions that are new or changed since they were graded.
     Raises SandboxUnavailable, before grading anything, where no sandbox can start.
     """
     from course.grader import sandbox
+    from course.grader.parallel import regular_files
+
+    workers = workers or os.cpu_count() or 1
 
     if sandboxed and not scheduler:
         sandbox.check_available()  # a cluster's workers check their own
@@ -239,6 +287,8 @@ def grade(
         else:
             known[student] = digests[student]
         status.score, status.max_score = graded.get(student, (0.0, 0.0))
+        links = regular_files(root / "submitted" / student / assignment)[1]
+        status.problems += [printable(o) for o in links]  # said, never followed
     digests_path(root, assignment).parent.mkdir(parents=True, exist_ok=True)
     digests_path(root, assignment).write_text(json.dumps(known, indent=1, sort_keys=True))
     return [statuses[s] for s in sorted(statuses)]
@@ -250,6 +300,7 @@ def print_table(statuses: list[Status], out=sys.stdout) -> None:
     for s in statuses:
         score = f"{s.score:g} / {s.max_score:g}" if s.graded else "NOT GRADED"
         notes = s.problems + (["unchanged since it was graded: kept"] if s.kept else [])
-        print(f"{s.student:<{width}}  {score:>13}  {'; '.join(notes)}", file=out)
+        notes = [printable(n, 400) for n in notes]
+        print(f"{printable(s.student):<{width}}  {score:>13}  {'; '.join(notes)}", file=out)
     bad = [s for s in statuses if not s.graded]
     print(f"{len(statuses) - len(bad)} graded, {len(bad)} not graded", file=out)

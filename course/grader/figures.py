@@ -1,9 +1,10 @@
 """Pictures for feedback, drawn by the grader after a verdict (never in the student's kernel).
 
-- A loss curve that leaves its band: the student's curve over the reference band, and how
-  far each step is from the reference, against the band's width.
-- A failed array check: a heat map of the relative error, entry by entry, so that the
-  student sees *where* an array is wrong (a row, a column, one corner), not what it should be.
+- A loss curve that leaves its band: the student's own curve, the steps that left the
+  band, and how far each step is, in four coarse levels (never the reference curve).
+- A failed array check: a map of the relative error, entry by entry, in the same coarse
+  levels, so that the student sees *where* an array is wrong (a row, a column, one corner)
+  and roughly how badly, not what it should be (no sign, no size of an entry).
 Each picture is a PNG, embedded in the notebook (and so in nbgrader's HTML feedback).
 Pictures are drawn only for what failed, where they show something to fix: a figure costs
 about 0.15 s, which every submission of a class would pay for a passing check. Margins are
@@ -19,6 +20,8 @@ import matplotlib
 matplotlib.use("Agg")  # the grader has no display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+
+from course.gradcheck import relative_errors  # noqa: E402
 
 MAX_PICTURES = 3
 
@@ -37,60 +40,63 @@ def warm_up() -> None:
     _png(fig)
 
 
+# How far off, in coarse bands: a picture says where and roughly how badly, never the
+# expected values (with the student's own values and an exact distance, or a band drawn
+# around the reference, the reference could be read off to about 1%; with a signed or
+# exact error per entry, the sign and size of every wrong entry).
+LEVELS = ("within the tolerance", "slightly off (up to 1e-4)", "off (up to 1e-2)", "far off")
+EDGES = (1e-4, 1e-2)
+
+
+def off_levels(distance: np.ndarray, rtol: float) -> np.ndarray:
+    """0 within the tolerance, then 1, 2, 3 for distances up to 1e-4, 1e-2, and beyond;
+    NaN or infinity counts as far off."""
+    distance = np.where(np.isfinite(distance), distance, np.inf)
+    levels = np.full(distance.shape, 3, dtype=int)
+    levels[distance <= EDGES[1]] = 2
+    levels[distance <= EDGES[0]] = 1
+    levels[distance <= rtol] = 0
+    return levels
+
+
 def curve_picture(label: str, got: np.ndarray, want: np.ndarray, rtol: float) -> bytes:
-    steps = np.arange(1, len(want) + 1)
+    """The student's own curve, its steps outside the band marked, and how far off each
+    step is, in coarse levels (the reference curve is not drawn)."""
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.2))
-    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.16, top=0.9, wspace=0.3)
-    width = np.maximum(np.abs(want) * rtol, 1e-300)
-    ax1.fill_between(
-        steps,
-        want - width,
-        want + width,
-        color="tab:gray",
-        alpha=0.5,
-        lw=4,
-        label=f"reference band (±{rtol:g} relative)",
-    )
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.16, top=0.9, wspace=0.45)
+    steps = np.arange(1, len(got) + 1)
+    ax1.plot(steps, got, color="tab:red", marker=".", label="your curve")
     if got.shape == want.shape:
-        ax1.plot(steps, got, color="tab:red", marker=".", label="your curve")
-        deviation = np.abs(got - want) / np.maximum(np.abs(want), 1e-12)
-        ax2.semilogy(steps, np.maximum(deviation, 1e-17), color="tab:red", marker=".")
-    ax2.axhline(rtol, color="tab:gray", ls="--", label="the band's edge")
+        distance = relative_errors(got, want)  # the judge's own measure
+        levels = off_levels(distance, rtol)
+        off = levels > 0
+        ax1.scatter(steps[off], got[off], marker="x", color="black", zorder=3, label="off")
+        ax2.bar(steps, levels, color=[("tab:gray", "gold", "orange", "tab:red")[v] for v in levels])
+    else:
+        ax2.text(0.5, 0.5, f"{len(got)} steps, expected {len(want)}", ha="center")
+    ax2.set_yticks(range(len(LEVELS)), LEVELS, fontsize=7)
+    ax2.set_ylim(-0.2, len(LEVELS) - 0.5)
     ax1.set(xlabel="step", ylabel="loss")
-    ax1.set_title(f"{label}: your curve should stay in the band", fontsize=10)
-    ax2.set(
-        xlabel="step",
-        ylabel="relative distance from the reference",
-        title="Where your curve leaves the band",
-    )
+    ax1.set_title(f"{label}: should stay within {rtol:g} (relative)", fontsize=9)
+    ax2.set(xlabel="step", title="How far each step is from the reference")
     ax1.legend(fontsize=8)
-    ax2.legend(fontsize=8)
     return _png(fig)
 
 
 def heatmap_picture(label: str, got: np.ndarray, want: np.ndarray, rtol: float) -> bytes:
-    errors = np.abs(got - want) / np.maximum(1e-8, np.abs(got) + np.abs(want))
-    grid = errors.reshape(errors.shape[0], -1) if errors.ndim > 1 else errors[None, :]
+    """Where an array is wrong, entry by entry, in coarse levels (no sign, no size)."""
+    errors = relative_errors(got, want)
+    levels = off_levels(errors, rtol)
+    grid = levels.reshape(levels.shape[0], -1) if levels.ndim > 1 else levels[None, :]
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    fig.subplots_adjust(left=0.12, right=0.97, bottom=0.24, top=0.88)
-    image = ax.imshow(
-        np.log10(np.maximum(grid, 1e-17)), cmap="magma", vmin=-17, vmax=0, aspect="auto"
-    )
-    wrong = np.argwhere(grid > rtol)
-    ax.scatter(
-        wrong[:, 1],
-        wrong[:, 0],
-        marker="x",
-        color="cyan",
-        s=30,
-        label=f"above the tolerance {rtol:g}",
-    )
-    fig.colorbar(image, ax=ax, label="log10 relative error")
+    fig.subplots_adjust(left=0.12, right=0.8, bottom=0.16, top=0.88)
+    colours = matplotlib.colors.ListedColormap(["#d9d9d9", "gold", "orange", "tab:red"])
+    image = ax.imshow(grid, cmap=colours, vmin=-0.5, vmax=len(LEVELS) - 0.5, aspect="auto")
+    bar = fig.colorbar(image, ax=ax, ticks=range(len(LEVELS)))
+    bar.ax.set_yticklabels(LEVELS, fontsize=7)
     shape = "x".join(map(str, got.shape))
     ax.set(xlabel="column" if got.ndim <= 2 else "flattened trailing axes", ylabel="row")
     ax.set_title(f"Where it is wrong: {label} (shape {shape})", fontsize=9, wrap=True)
-    if len(wrong):
-        ax.legend(loc="upper left", bbox_to_anchor=(0, -0.18), fontsize=8, frameon=False)
     return _png(fig)
 
 
@@ -110,6 +116,8 @@ def pictures(check, outputs: dict, reference: dict, results) -> list[bytes]:
         if result.passed or isinstance(got, Broken) or got is None or rule.kind != "close":
             continue
         got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+        if got.ndim == 0 or got.shape != want.shape:
+            continue  # the report already says what is wrong; nothing to draw
         label = f"{rule.what} {result.key.partition(':')[2]}".strip()
         if rule.picture == "curve":
             found.append(curve_picture(label, got, want, rule.rtol))

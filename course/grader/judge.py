@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from course.gradcheck import relative_errors
 from course.grader.model import Broken, Check, Result, Rule, decode, get_check, rule_for
 from course.grader.references import load_reference
 
@@ -45,7 +46,7 @@ def _describe_mismatch(got: np.ndarray, want: np.ndarray, rtol: float) -> str:
         # With one number, its relative error and the student's own value give the
         # expected value away: say only that it is off.
         return f"is off, beyond the tolerance ({rtol:.0e})"
-    errors = np.abs(got - want) / np.maximum(1e-8, np.abs(got) + np.abs(want))
+    errors = relative_errors(got, want)
     wrong = int(np.sum(errors > rtol))
     where = f" at {wrong} of {want.size} entries"
     return f"is off: relative error {float(errors.max()):.1e}{where} (tolerance {rtol:.0e})"
@@ -58,12 +59,20 @@ def judge_one(key: str, got, want, rule: Rule) -> Result:
     if got is None:
         return Result(key, False, rule.weight, f"{label}: not computed")
     hint = f" Likely mistake: {rule.hint}" if rule.hint else ""
-    if rule.kind == "true":
-        ok = bool(got) is True
-        return Result(key, ok, rule.weight, "" if ok else f"{label}: does not hold.{hint}")
-    if rule.kind == "below":
-        value = float(got) if not isinstance(got, bool) else float("nan")
-        ok = value <= rule.rtol
+    if rule.kind in ("true", "below"):
+        # Decided here, from the observations, by the rule's grader-side measure.
+        try:
+            value = rule.measure(got, want)
+        except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError):
+            value = "the observation could not be read" if rule.kind == "true" else math.inf
+        if rule.kind == "true":
+            ok = isinstance(value, bool | np.bool_) and bool(value)
+            why = value if isinstance(value, str) else "does not hold"
+            return Result(key, ok, rule.weight, "" if ok else f"{label}: {why}.{hint}")
+        if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.floating):
+            value = math.inf
+        value = float(value)
+        ok = value <= rule.rtol  # NaN fails
         msg = f"{label}: {value:.1e}, above {rule.rtol:.0e}.{hint}"
         return Result(key, ok, rule.weight, "" if ok else msg)
     got_a = np.asarray(got, dtype=np.float64)
@@ -71,12 +80,7 @@ def judge_one(key: str, got, want, rule: Rule) -> Result:
     ok = (
         got_a.shape == want_a.shape
         and bool(np.all(np.isfinite(got_a)))
-        and bool(
-            np.all(
-                np.abs(got_a - want_a)
-                <= rule.rtol * np.maximum(1e-8, np.abs(got_a) + np.abs(want_a))
-            )
-        )
+        and bool(np.all(relative_errors(got_a, want_a) <= rule.rtol))
     )
     if ok:
         return Result(key, True, rule.weight)
@@ -88,18 +92,23 @@ def judge_one(key: str, got, want, rule: Rule) -> Result:
 def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
     """One Result per reference key; a key the student's probe never reached fails."""
     stopped = outputs.get("_stopped")  # why the probe ended early, e.g. a missing name
-    results = {
-        key: judge_one(key, outputs.get(key, stopped), want, rule_for(check, key))
-        for key, want in reference.items()
-    }
-    for key, result in results.items():
+    results = {}
+    for key, want in reference.items():
         rule = rule_for(check, key)
-        detail = key.partition(":")[2]
-        needed = results.get(f"{rule.requires}:{detail}") if rule.requires else None
-        if rule.requires and result.passed and not (needed and needed.passed):
-            label = f"{rule.what} {detail}".strip()
-            why = f"{label}: not credited while the {rule.requires} check of it fails"
-            results[key] = Result(key, False, rule.weight, why)
+        read = f"{rule.uses}:{key.partition(':')[2]}" if rule.uses else key
+        results[key] = judge_one(key, outputs.get(read, stopped), want, rule)
+    changed = True
+    while changed:  # requirements chain (a selfcheck requires the loss, which requires ...)
+        changed = False
+        for key, result in results.items():
+            rule = rule_for(check, key)
+            detail = key.partition(":")[2]
+            needed = results.get(f"{rule.requires}:{detail}") if rule.requires else None
+            if rule.requires and result.passed and not (needed and needed.passed):
+                label = f"{rule.what} {detail}".strip()
+                why = f"{label}: not credited while the {rule.requires} check of it fails"
+                results[key] = Result(key, False, rule.weight, why)
+                changed = True
     return list(results.values())
 
 
@@ -137,31 +146,118 @@ def report(check: Check, results: list[Result], points: float, limit: int = 8) -
     return "\n".join(lines)
 
 
+def observation(value):
+    """What a kernel may send for one output: a float, a float64 array, or Broken. Anything
+    else (true, a string, a nested list) was not written by the probe: it fails that key
+    only, before any rule or picture reads it."""
+    if isinstance(value, Broken):
+        return value
+    if isinstance(value, float | int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, np.ndarray) and value.dtype == np.float64:
+        return value
+    return Broken("its result is not a number or an array: tampered output")
+
+
+def same_for_the_judge(stored, fresh, rule: Rule) -> bool:
+    """Whether two reference values (one stored, one recomputed) are the same to the judge.
+
+    Each is compared at the precision its rule judges a student with, never tighter: a
+    "below" value (the error of a numerical check) is rounding noise by construction and
+    differs from one processor or BLAS kernel to the next, so only its verdict must agree;
+    a "close" value must agree within the rule's tolerance, so a real change still shows.
+    """
+    if isinstance(stored, Broken) or isinstance(fresh, Broken):
+        return stored == fresh
+    if rule.kind in ("below", "true") and rule.uses is None:
+        # An observation judged by a measure (forward values at nudged inputs, sample
+        # moments): only the verdict the grader draws from it must agree.
+        return (
+            judge_one("", stored, stored, rule).passed == judge_one("", fresh, fresh, rule).passed
+        )
+    if rule.kind in ("below", "true"):  # a trusted value the probe computed
+        return judge_one("", fresh, stored, Rule("", rtol=1e-9)).passed
+    return judge_one("", fresh, stored, rule).passed
+
+
 # Causes that many sub-checks share; reported once.
 SHARED_CAUSES = ("raised ", "the notebook defines no", "not credited while")
 
 
-def verdict(name: str, payload: dict | None, why_missing: str = "") -> tuple[float, str]:
-    """Grader side: (points, report) for the probe payload a grade cell emitted (or None)."""
-    points, text, _ = verdict_with_pictures(name, payload, why_missing, pictures=False)
+def verdict(
+    name: str, payload: dict | None, why_missing: str = "", reference: dict | None = None
+) -> tuple[float, str]:
+    """Grader side: (points, report) for the probe payload a grade cell emitted (or None).
+
+    reference: the run's reference outputs of this check (course.grader.inputs); None for
+    the committed references/ (public seeds: `course check`, tests).
+    """
+    points, text, _ = verdict_with_pictures(name, payload, why_missing, False, reference)
     return points, text
 
 
 def verdict_with_pictures(
-    name: str, payload: dict | None, why_missing: str = "", pictures: bool = True
+    name: str,
+    payload: dict | None,
+    why_missing: str = "",
+    pictures: bool = True,
+    reference: dict | None = None,
 ) -> tuple[float, str, list[bytes]]:
     """(points, report, PNGs for the feedback): see course.grader.figures."""
     chk = get_check(name)
     if payload is None:
         reason = why_missing or "the hidden check did not run"
         return 0.0, f"{name}: 0 of {chk.points:g} points ({reason})", []
-    outputs = {key: decode(value) for key, value in payload.get("outputs", {}).items()}
-    reference = load_reference(chk)
+    outputs = {key: observation(decode(value)) for key, value in payload.get("outputs", {}).items()}
+    reference = load_reference(chk) if reference is None else reference
     results = judge(chk, outputs, reference)
     points = score(chk, results)
+    text = report(chk, results, points)
+    causes = []
+    if points < chk.points:
+        try:
+            causes = carried_causes(chk, payload.get("carried"))
+        except Exception:  # noqa: BLE001 (forged carried outputs lose only the explanation)
+            causes = []
+    if causes:
+        head, _, rest = text.partition("\n")
+        text = "\n".join([head, *causes, *([rest] if rest else [])])
     pngs = []
     if pictures:
         from course.grader.figures import pictures as draw
 
         pngs = draw(chk, outputs, reference, results)
-    return float(points), report(chk, results, points), pngs
+    return float(points), text, pngs
+
+
+def carried_causes(chk: Check, carried: dict | None) -> list[str]:
+    """One line per function carried from an earlier assignment that fails its own check
+    there (or one line for an earlier assignment whose code is missing): the likely cause
+    of this check's failures (course.carry)."""
+    if not isinstance(carried, dict):  # judged in process (classroom): nothing carried
+        return []
+    lines, missing = [], set()
+    for earlier, functions in chk.builds_on.items():
+        earlier_check = get_check(earlier)
+        assignment = earlier_check.notebook.partition("/")[0]
+        fix = f"fix it in {assignment}, save, then re-run this notebook's import cell"
+        decoded = {k: decode(v) for k, v in ((carried or {}).get(earlier) or {}).items()}
+        results = judge(earlier_check, decoded, load_reference(earlier_check))
+        failed = [r.message for r in results if not r.passed]
+        if not failed:
+            continue
+        if any("CarriedCodeMissing" in m for m in failed):
+            if assignment not in missing:
+                missing.add(assignment)
+                lines.append(
+                    f"  CAUSE your code from {assignment} is missing from this submission: "
+                    f"do {assignment}, then re-run this notebook's import cell "
+                    "(or `course export`)."
+                )
+            continue
+        why = failed[0].partition(" Likely mistake:")[0].rstrip(".")
+        lines.append(
+            f"  CAUSE your {functions} from {assignment} fails its own check there "
+            f"({earlier}: {why}); {fix}."
+        )
+    return lines

@@ -10,6 +10,7 @@ deadline bounds that cost to a slice.
 
 from __future__ import annotations
 
+import json
 import time
 from queue import Empty
 
@@ -36,11 +37,40 @@ def wait_in_slices(channel, step: float = SLICE) -> None:
     channel.get_msg = get_msg
 
 
+MAX_INT_DIGITS = 4000  # Python refuses to convert longer integers (a ValueError)
+UNREADABLE = "[output the grader could not read: dropped]"
+
+
+def _parse_int(text: str):
+    """A JSON integer; one too long to convert (a kernel can send any) becomes infinity,
+    which no check accepts, instead of an error that would stop the whole notebook."""
+    if len(text) > MAX_INT_DIGITS:
+        return float("-inf") if text.startswith("-") else float("inf")
+    return int(text)
+
+
+def safe_unpack(data):
+    """jupyter_client's JSON unpacker for what a kernel sends: huge integers and absurdly
+    nested values are the student's problem (zero for that output), never the grader's."""
+    if isinstance(data, bytes):
+        data = data.decode("utf8", "replace")
+    try:
+        return json.loads(data, parse_int=_parse_int)
+    except (RecursionError, ValueError):
+        return {
+            "data": {"text/plain": UNREADABLE},
+            "metadata": {},
+            "name": "stdout",
+            "text": UNREADABLE,
+        }
+
+
 class PromptReplies:
     """Mixin for NotebookClient subclasses (nbgrader's Execute among them)."""
 
     async def async_start_new_kernel_client(self):
         client = await super().async_start_new_kernel_client()
+        client.session.unpack = safe_unpack
         for channel in (client.shell_channel, client.iopub_channel):
             wait_in_slices(channel)
         return client

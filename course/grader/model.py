@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,8 +29,13 @@ class Broken:
 class Rule:
     """How the outputs whose key starts with a prefix are judged.
 
-    kind: "close" (to the reference, within rtol), "true" (an invariant the student's
-    outputs must satisfy), "below" (the student's value, an error measure, under rtol).
+    kind: "close" (the student's observation against the reference's, within rtol),
+    "true" (an invariant), "below" (an error measure, at most rtol).
+    measure: for "true" and "below", the grader-side function that decides, from
+    (the student's observation, the reference's observation) of that key: a float for
+    "below", True or a reason (str) for "true". The kernel only observes (raw results,
+    arrays after a call, forward values at nudged inputs); it never sends a conclusion,
+    and nothing it sends is read as a boolean or an error (tests/test_observations.py).
     what: the words used in messages, e.g. "gradient"; hint: the likely mistake.
     """
 
@@ -43,6 +48,20 @@ class Rule:
     # of a degenerate implementation (all zeros agree with all zeros) earns nothing alone.
     requires: str | None = None
     picture: str | None = None  # "curve": if it fails, draw it over the reference band
+    measure: Callable[[object, object], object] | None = None
+    # The measure reads the student's observation "<uses>:<same detail>" instead of this
+    # key's (whose reference value is then a trusted quantity the probe computed, such as
+    # an analytic gradient): measure(student's <uses> observation, reference of this key).
+    uses: str | None = None
+
+    def __post_init__(self):
+        if self.kind not in ("close", "true", "below"):
+            raise ValueError(f"unknown rule kind {self.kind!r}")
+        if self.kind != "close" and self.measure is None:
+            raise ValueError(
+                f"a {self.kind!r} rule ({self.what!r}) needs a grader-side `measure`: the "
+                "kernel reports observations, never conclusions"
+            )
 
 
 @dataclass(frozen=True)
@@ -61,9 +80,41 @@ class Check:
     # probe(student, rng, outputs): call the student's code, record into `outputs`.
     probe: Callable[[Student, np.random.Generator, Outputs], None]
     rules: dict[str, Rule]
+    # {earlier check: the functions it grades}: code carried forward from an earlier
+    # assignment (course.carry) that this check runs through; the kernel probes those
+    # too, so that a failure caused by one of them names it and its assignment.
+    builds_on: dict[str, str] = field(default_factory=dict)
 
     def seed(self) -> int:
-        return zlib.crc32(self.name.encode())
+        """The public seed: inputs of `course check` and of the committed references/.
+        A grading run uses a secret one instead (course.grader.inputs)."""
+        return public_seed(self.name)
+
+
+def public_seed(name: str) -> int:
+    return zlib.crc32(name.encode())
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """What an assignment is, declared once in its checks module as `ASSIGNMENT`.
+
+    The start page, nbgrader_config.py's timeouts, the README's table (a
+    test compares them) and the mutation tests all read this declaration, so adding an
+    assignment is three files: its source, its checks module, its variants.
+    """
+
+    id: str  # the folder under source/ and release/, e.g. "04_optimisers"
+    notebook: str  # the notebook's name in that folder, without .ipynb
+    title: str
+    builds: str  # what the learner builds, in words
+    leak: str  # the leak it shows, in words
+    slow_cells: frozenset[str] = frozenset()  # grade cells that train: a longer timeout
+
+    @property
+    def key(self) -> str:
+        """ "<assignment>/<notebook>": how checks and references name the notebook."""
+        return f"{self.id}/{self.notebook}"
 
 
 CHECKS: dict[str, Check] = {}

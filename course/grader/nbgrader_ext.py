@@ -2,6 +2,8 @@
 
 - `GuardedExecute`: nbgrader's Execute with every kernel in the sandbox, and a kernel that
   dies or will not stop cutting the notebook off instead of failing the whole submission.
+- `SeedHiddenChecks` (course.grader.inputs): before execution, each hidden check is told
+  the seed of this run's secret inputs.
 - `JudgeHiddenChecks`: a preprocessor that runs after execution, in the grader's process,
   and turns each grade cell's probe output into a verdict (report and points). The
   student's kernel never sees a reference value and cannot print its own score.
@@ -10,31 +12,56 @@
 from __future__ import annotations
 
 import base64
+import json
+import math
+import os
+import re
+import stat
+import tempfile
+import time
+from pathlib import Path
 
 from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from traitlets import Bool
+from traitlets import Bool, Float, Integer
 
 from course.grader import judge, model, probe
+from course.grader.cells import grade_id_of_test_cell
+from course.grader.inputs import Inputs, InputsError, SeedHiddenChecks, restore_sources
 from course.grader.kernel_client import PromptReplies
+from course.grader.model import get_check
+from course.grader.references import load_reference
 
 
-def grade_id_of(cell) -> str | None:
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    if meta.get("grade") and not meta.get("solution") and cell.get("cell_type") == "code":
-        return meta.get("grade_id")
-    return None
+class GraderFault(RuntimeError):
+    """The grader itself failed (a missing or stale reference, a rule or a picture that
+    cannot be computed): the run stops, naming the check; nobody scores zero for it."""
 
 
-def probe_payloads(cell) -> list[dict]:
+FAULTS: list[str] = []  # this process's grader faults, newest last (read by parallel.py)
+
+
+def probe_payloads(cell) -> list:
     return [
         out["data"][probe.PROBE_MIME]
         for out in cell.get("outputs", [])
-        if out.get("output_type") == "display_data" and probe.PROBE_MIME in out.get("data", {})
+        if out.get("output_type") == "display_data"
+        and isinstance(out.get("data"), dict)
+        and probe.PROBE_MIME in out["data"]
     ]
+
+
+def well_formed(payload, grade_id: str) -> bool:
+    """A payload shaped as the probe writes it: an object naming this check, with an object
+    of outputs. Anything else (a list, a number, a string) is tampered output."""
+    return (
+        isinstance(payload, dict)
+        and payload.get("check") == grade_id
+        and isinstance(payload.get("outputs", {}), dict)
+    )
 
 
 def why_no_probe(cell, payloads: list[dict], grade_id: str) -> str:
@@ -43,29 +70,52 @@ def why_no_probe(cell, payloads: list[dict], grade_id: str) -> str:
         return f"the cell stopped with {errors[-1].get('ename', 'an error')} before the check ran"
     if len(payloads) > 1:
         return "the cell emitted more than one result: tampered output"
+    if payloads and not isinstance(payloads[0], dict):
+        return "its results could not be read: tampered output"
     if payloads:
-        return f"the cell emitted results for {payloads[0].get('check')!r}, not {grade_id!r}"
+        named = str(payloads[0].get("check"))[:40]
+        return f"the cell emitted results for {named!r}, not {grade_id!r}"
     if cell.get("execution_count") is None:
         return "the cell was not run: the kernel had stopped earlier"
     return "the hidden check emitted no results"
 
 
-def judge_cell(cell) -> None:
-    """Replace a hidden-check grade cell's outputs by the grader's verdict, in place."""
-    grade_id = grade_id_of(cell)
+def judge_cell(cell, inputs: Inputs | None = None) -> None:
+    """Replace a hidden-check grade cell's outputs by the grader's verdict, in place.
+
+    inputs: the run's seeds and references (course.grader.inputs); None: the committed ones.
+    """
+    grade_id = grade_id_of_test_cell(cell)
     if grade_id is None or grade_id not in model.checks_by_name():
         return
     payloads = probe_payloads(cell)
-    ok = len(payloads) == 1 and payloads[0].get("check") == grade_id
+    ok = len(payloads) == 1 and well_formed(payloads[0], grade_id)
     payload = payloads[0] if ok else None
     why = "" if ok else why_no_probe(cell, payloads, grade_id)
+    # The grader's own reference (the run's, or the committed one): a failure here is loud
+    # and stops the run, never a student's zero.
     try:
-        points, text, pngs = judge.verdict_with_pictures(grade_id, payload, why)
-    except (TypeError, ValueError, KeyError, AttributeError):
-        # Results that do not even decode were not written by the probe: zero, not a crash.
-        points, text, pngs = judge.verdict_with_pictures(
-            grade_id, None, "its results could not be read: tampered output"
-        )
+        if inputs is not None:
+            reference = inputs.reference(grade_id)
+        else:
+            reference = None
+            load_reference(get_check(grade_id))
+    except Exception as exc:
+        fault(grade_id, "its reference could not be loaded", exc)
+    try:
+        points, text, pngs = judge.verdict_with_pictures(grade_id, payload, why, True, reference)
+    except UNREADABLE as exc:
+        try:
+            points, text = judge.verdict(grade_id, payload, why, reference)
+        except UNREADABLE:
+            # Results that do not even decode were not written by the probe: zero.
+            points, text, pngs = judge.verdict_with_pictures(
+                grade_id, None, "its results could not be read: tampered output", True, reference
+            )
+        else:
+            fault(grade_id, "its feedback pictures failed", exc)
+    except Exception as exc:
+        fault(grade_id, "judging it failed", exc)
     cell.outputs = [
         new_output("stream", name="stdout", text=text + "\n"),
         *[
@@ -80,27 +130,112 @@ def judge_cell(cell) -> None:
     ]
 
 
-def judge_notebook(nb: NotebookNode) -> NotebookNode:
+# What a payload that does not decode raises (a list for an array, a huge integer...).
+UNREADABLE = (
+    TypeError,
+    ValueError,
+    KeyError,
+    AttributeError,
+    ArithmeticError,
+    IndexError,
+    RecursionError,
+)
+
+
+def fault(grade_id: str, what: str, exc: BaseException):
+    message = f"check {grade_id!r}: {what} ({type(exc).__name__}: {str(exc)[:300]})"
+    FAULTS.append(message)
+    raise GraderFault(message) from exc
+
+
+def judge_notebook(nb: NotebookNode, inputs: Inputs | None = None) -> NotebookNode:
     for cell in nb.cells:
-        judge_cell(cell)
+        judge_cell(cell, inputs)
     return nb
 
 
 class JudgeHiddenChecks(NbGraderPreprocessor):
-    """After Execute: the verdict of every hidden check, decided outside the kernel."""
+    """After Execute: the verdict of every hidden check, decided outside the kernel, against
+    the references of the run's inputs (handed over by SeedHiddenChecks)."""
 
     def preprocess(self, nb, resources):
-        return judge_notebook(nb), resources
+        if "hidden_inputs" not in resources:
+            raise InputsError(
+                "JudgeHiddenChecks needs SeedHiddenChecks before GuardedExecute "
+                "(Autograde.autograde_preprocessors in nbgrader_config.py)"
+            )
+        restore_sources(nb, resources)
+        return judge_notebook(nb, resources["hidden_inputs"]), resources
 
 
 # ---------------------------------------------------------------- execution
 
+# Why a notebook was cut off: GradingCutOff outputs carry one of these, and only these
+# are reported to the instructor (a student can raise an error of the same name).
+WHY_DIED = (
+    "the kernel died while running this cell (a crash, os._exit, or a memory, CPU or process limit)"
+)
+WHY_STUCK = "this cell did not stop when interrupted after its timeout; the kernel was stopped"
+WHY_TIME = "the submission used up its time budget ({:g} s); the kernel was stopped"
+WHY_OUTPUT = "the notebook's output passed its budget ({} MB); the kernel was stopped"
+WHY_WRITES = "the kernel was stopped: {} (its write budget)"
+
+
+def data_files(config, assignment: str | None) -> dict:
+    """{name: path} of the assignment's own data files: what nbgrader copies from source/
+    into every autograded folder (never a notebook, never a link). The kernel's working
+    folder holds these, read-only, and nothing the student submitted."""
+    import os
+
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.utils import find_all_files
+
+    if not assignment:
+        return {}
+    coursedir = CourseDirectory(config=config)
+    source = coursedir.format_path(coursedir.source_directory, ".", assignment)
+    found = {}
+    for path in find_all_files(source, coursedir.ignore + ["*.ipynb"]):
+        if os.path.isfile(path) and not os.path.islink(path):
+            found[os.path.relpath(path, source)] = path
+    return found
+
+
+CARRIED_MAX_BYTES = 2**20  # a learner's carried module is a few kB of their own code
+
+
+def carried_files(folder: str | None, scratch: Path) -> dict:
+    """{name: path} of the learner's own carried modules (course.carry: `my_<assignment>.py`)
+    submitted beside the notebook: regular files only (read without following links),
+    copied into the grader's `scratch` folder, so the kernel reads a copy the grader made."""
+    from course.carry import module_name
+
+    found = {}
+    if not folder or not os.path.isdir(folder):
+        return found
+    for path in sorted(Path(folder).glob(f"{module_name('*')}.py")):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue  # a link or a special file: not the learner's code
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                continue
+            data = handle.read(CARRIED_MAX_BYTES + 1)
+        if len(data) > CARRIED_MAX_BYTES:
+            continue
+        copy = scratch / path.name
+        copy.write_bytes(data)
+        found[path.name] = str(copy)
+    return found
+
 
 class GuardedExecute(PromptReplies, Execute):
-    """nbgrader's Execute, with each kernel in the sandbox (course.grader.sandbox), and a kernel
-    that dies or ignores the interrupt after a timeout cutting the notebook off there:
-    the cells after it are not run (their hidden checks score zero, with the reason), the
-    cells before it keep their grades, and the notebook says what happened. Replies are
+    """nbgrader's Execute, with each kernel in the sandbox (course.grader.sandbox), budgets
+    per submission (total time, output bytes), and a kernel that dies, ignores the
+    interrupt after a timeout or passes a budget cutting the notebook off there: the cells
+    after it are not run (their hidden checks score zero, with the reason), the cells
+    before it keep their grades, and the notebook says what happened. Replies are
     noticed promptly even where widgets hide them from the poll (course.grader.kernel_client)."""
 
     sandbox = Bool(
@@ -108,44 +243,116 @@ class GuardedExecute(PromptReplies, Execute):
         help="Run grading kernels in the sandbox. Turn off only on purpose: "
         "`course grade --unsandboxed`, or `--GuardedExecute.sandbox=False`.",
     ).tag(config=True)
+    submission_timeout = Float(
+        0,
+        help="Seconds all the cells of one submission may run in total (0: ten cell "
+        "timeouts and at least 300, or $COURSE_SUBMISSION_TIMEOUT).",
+    ).tag(config=True)
+    output_limit = Integer(
+        16 * 2**20, help="Bytes of output (all messages) one submission may produce."
+    ).tag(config=True)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        self._spent: dict[str, float] = {}  # seconds run, per student
         if self.sandbox:
             from course.grader import sandbox
 
             sandbox.check_available()
             self.kernel_manager_class = sandbox.SandboxedKernelManager
 
+    def budget(self) -> float:
+        import os
+
+        if self.submission_timeout > 0:
+            return self.submission_timeout
+        if os.environ.get("COURSE_SUBMISSION_TIMEOUT"):
+            return float(os.environ["COURSE_SUBMISSION_TIMEOUT"])
+        return max(300.0, 10.0 * float(self.timeout or 60))
+
     def preprocess(self, nb, resources, retries=None):
         self._cut_off = None
+        self._student = resources.get("nbgrader", {}).get("student", "")
+        self._output_bytes = 0
+        self._flooded = False
+        self._data = (
+            data_files(self.config, resources.get("nbgrader", {}).get("assignment"))
+            if self.sandbox
+            else {}
+        )
+        if self.sandbox:  # the learner's carried earlier code, as a copy the grader made
+            self._carried_scratch = tempfile.TemporaryDirectory(prefix="course-carried-")
+            folder = resources.get("metadata", {}).get("path")
+            self._data.update(carried_files(folder, Path(self._carried_scratch.name)))
         return super().preprocess(nb, resources)
+
+    def create_kernel_manager(self):
+        km = super().create_kernel_manager()
+        if self.sandbox:
+            km.data_files = self._data
+        return km
+
+    def _left(self) -> float:
+        return self.budget() - self._spent.get(self._student, 0.0)
+
+    def _get_timeout(self, cell):
+        timeout = super()._get_timeout(cell)
+        left = max(1, math.ceil(self._left()))
+        return left if timeout is None else min(timeout, left)
+
+    def process_message(self, msg, cell, cell_index):
+        if msg.get("msg_type") not in ("status", "execute_input"):
+            self._output_bytes += len(json.dumps(msg.get("content", {}), default=str))
+            if self._output_bytes > self.output_limit:
+                self._flooded = True
+                return None  # dropped: the cell is cut off once it ends
+        return super().process_message(msg, cell, cell_index)
 
     def preprocess_cell(self, cell, resources, index):
         if self._cut_off is not None:
             return cell, resources  # not run: the kernel is gone
+        if cell.get("cell_type") == "code" and self._left() <= 0:
+            return self._cut(cell, resources, WHY_TIME.format(self.budget()), ran=False)
+        started = time.monotonic()
         try:
-            return super().preprocess_cell(cell, resources, index)
+            cell, resources = super().preprocess_cell(cell, resources, index)
         except (DeadKernelError, CellTimeoutError) as exc:
-            died = isinstance(exc, DeadKernelError)
-            what = (
-                "the kernel died while running this cell (a crash, os._exit, or a memory, "
-                "CPU or process limit)"
-                if died
-                else "this cell did not stop when interrupted after its timeout; "
-                "the kernel was stopped"
+            over = getattr(self.km, "over_budget", None)
+            if over:
+                what = WHY_WRITES.format(over)
+            elif self._flooded:
+                what = WHY_OUTPUT.format(self.output_limit // 2**20)
+            elif isinstance(exc, DeadKernelError):
+                what = WHY_DIED
+            elif self._left() - (time.monotonic() - started) <= 0:
+                what = WHY_TIME.format(self.budget())
+            else:
+                what = WHY_STUCK
+            return self._cut(cell, resources, what)
+        finally:
+            spent = self._spent.get(self._student, 0.0) + time.monotonic() - started
+            self._spent[self._student] = spent
+        if self._flooded:
+            return self._cut(cell, resources, WHY_OUTPUT.format(self.output_limit // 2**20))
+        return cell, resources
+
+    def _cut(self, cell, resources, what, ran=True):
+        self._cut_off = what
+        where = (
+            "The cells after this one were not run"
+            if ran
+            else "This cell and the ones after it were not run"
+        )
+        cell.outputs.append(
+            new_output(
+                "error",
+                ename=CUT_OFF,
+                evalue=what,
+                traceback=[f"{CUT_OFF}: {what}. {where}."],
             )
-            self._cut_off = what
-            cell.outputs.append(
-                new_output(
-                    "error",
-                    ename=CUT_OFF,
-                    evalue=what,
-                    traceback=[f"{CUT_OFF}: {what}. The cells after this one were not run."],
-                )
-            )
-            self._stop_kernel()
-            return cell, resources
+        )
+        self._stop_kernel()
+        return cell, resources
 
     def _stop_kernel(self):
         try:
@@ -155,3 +362,16 @@ class GuardedExecute(PromptReplies, Execute):
 
 
 CUT_OFF = "GradingCutOff"
+CUT_OFF_REASONS = (WHY_DIED, WHY_STUCK, WHY_TIME, WHY_OUTPUT, WHY_WRITES)
+
+
+def is_cut_off_reason(text) -> bool:
+    """Whether `text` is one of the grader's own reasons for cutting a notebook off."""
+    for reason in CUT_OFF_REASONS:
+        pattern = re.escape(reason).replace(r"\{:g\}", "[0-9.e+]+").replace(r"\{\}", ".{1,80}")
+        if isinstance(text, str) and re.fullmatch(pattern, text):
+            return True
+    return False
+
+
+__all__ = ["GuardedExecute", "JudgeHiddenChecks", "SeedHiddenChecks"]

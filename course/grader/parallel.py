@@ -28,6 +28,7 @@ import logging
 import multiprocessing
 import os
 import shutil
+import stat
 import tempfile
 import threading
 import traceback
@@ -36,7 +37,9 @@ from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-PASSED_ENV = ("COURSE_CELL_TIMEOUT",)
+PASSED_ENV = ("COURSE_CELL_TIMEOUT", "COURSE_SUBMISSION_TIMEOUT")
+MAX_SUBMISSION_BYTES = 64 * 2**20  # what a submission's files may weigh, in all
+MAX_NOTEBOOK_BYTES = 32 * 2**20  # what a graded notebook read back may weigh
 
 
 # ---------------------------------------------------------------- what a task carries
@@ -44,23 +47,71 @@ PASSED_ENV = ("COURSE_CELL_TIMEOUT",)
 
 def course_files(root: Path, assignment: str) -> dict[str, bytes]:
     """What a worker needs of the course directory to grade `assignment` (its release is
-    made there, by GenerateAssignment)."""
+    made there, by GenerateAssignment), the run's seeds and references, computed here
+    from the course's secret (course.grader.inputs): a worker never holds the secret; and
+    the committed references of the earlier assignments whose carried code the checks run
+    through (they only explain a failure, course.carry, and award nothing)."""
+    from course.grader import inputs
+    from course.grader.model import checks_by_name
+
     files = {"nbgrader_config.py": (root / "nbgrader_config.py").read_bytes()}
-    for top in ("source", "references"):
-        folder = root / top / assignment
+    checks = checks_by_name()
+    earlier = {
+        checks[name].notebook.partition("/")[0]
+        for chk in checks.values()
+        if chk.notebook.startswith(f"{assignment}/")
+        for name in chk.builds_on
+    }
+    folders = [f"source/{assignment}"] + [f"references/{a}" for a in sorted(earlier - {assignment})]
+    for folder in (root / f for f in folders):
         for path in sorted(folder.rglob("*")) if folder.exists() else []:
             if path.is_file() and "__pycache__" not in path.parts:
                 files[path.relative_to(root).as_posix()] = path.read_bytes()
+    public = bool(load_config(root).SeedHiddenChecks.get("public", False))
+    files[inputs.SHIPPED] = inputs.for_run(root, assignment, public).to_json().encode()
     return files
 
 
+def regular_files(folder: Path) -> tuple[list[Path], list[str]]:
+    """The regular files under folder, found without following any link; and, in words,
+    what else is there (links, devices, pipes): never read, never copied."""
+    files, others = [], []
+    for dirpath, dirnames, filenames in os.walk(folder):  # os.walk does not enter links
+        for name in sorted(dirnames + filenames):
+            path = Path(dirpath) / name
+            st = path.lstat()
+            rel = path.relative_to(folder).as_posix()
+            if stat.S_ISLNK(st.st_mode):
+                others.append(f"{rel!r} is a symbolic link: not followed")
+            elif not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+                others.append(f"{rel!r} is not a regular file: ignored")
+            elif stat.S_ISREG(st.st_mode):
+                files.append(path)
+    return sorted(files), others
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """A regular file's bytes, never through a link, at most `limit` of them."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(f"{path.name} is larger than {limit // 2**20} MB")
+    return data
+
+
 def submission_files(root: Path, assignment: str, student: str) -> dict[str, bytes]:
+    """A submission's regular files (links and special files are left out: the preflight
+    reports them), at most MAX_SUBMISSION_BYTES in all."""
     folder = root / "submitted" / student / assignment
-    return {
-        p.relative_to(folder).as_posix(): p.read_bytes()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
+    files, left = {}, MAX_SUBMISSION_BYTES
+    for path in regular_files(folder)[0]:
+        data = read_regular(path, left)
+        left -= len(data)
+        files[path.relative_to(folder).as_posix()] = data
+    return files
 
 
 def make_job(root: Path, assignment: str, student: str, sandboxed: bool) -> dict:
@@ -90,10 +141,20 @@ def _write_tree(root: Path, files: dict[str, bytes]) -> None:
 
 
 def load_config(root: Path):
-    """The course's nbgrader configuration, as `nbgrader` itself would load it at `root`."""
+    """The course's nbgrader configuration, as `nbgrader` itself would load it at `root`.
+
+    The file may set environment variables for the processes nbgrader starts ($COURSE_ROOT):
+    here they are undone, so loading one course's settings changes nothing else in this
+    process (a test process, or a grader that loads several courses).
+    """
     from traitlets.config.loader import PyFileConfigLoader
 
-    return PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    before = dict(os.environ)
+    try:
+        return PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    finally:
+        os.environ.clear()
+        os.environ.update(before)
 
 
 def alembic_head() -> str:
@@ -140,26 +201,36 @@ def _prepared_course(course: dict[str, bytes], assignment: str) -> Path:
 
 
 def _worker_config(root: Path):
+    from course.grader.inputs import SHIPPED
     from course.paths import tool_env
 
     # Kernels inherit this process's environment: they see the private gradebook's address,
     # never the course's (which may carry a PostgreSQL password).
     os.environ["COURSE_DB_URL"] = f"sqlite:///{root / 'gradebook.db'}?timeout=30"
     os.environ["PATH"] = tool_env()["PATH"]  # nbgrader runs `alembic` by name
-    return load_config(root)
+    # One BLAS thread in kernels run without a sandbox too (the sandbox sets its own).
+    os.environ.update(
+        dict.fromkeys(("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"), "1")
+    )
+    config = load_config(root)
+    config.SeedHiddenChecks.shipped = str(root / SHIPPED)  # the parent's seeds and references
+    return config
 
 
 def grade_submission(job: dict, course: dict[str, bytes]) -> dict:
-    """On a worker: autograde one submission; return its autograded folder.
+    """On a worker: autograde one submission; return its graded notebooks.
 
-    Returns {"student", "files": {path: (bytes, mode)}, "log"}, or {"student", "error",
-    "log"} when nbgrader could not grade it.
+    Returns {"student", "files": {name: (bytes, mode)}, "log"}; {"student", "error", "log"}
+    when nbgrader could not grade it; {"student", "fault", "log"} when the grader itself
+    failed (course.grader.nbgrader_ext.GraderFault: the run must stop).
     """
     from nbgrader.converters import Autograde
     from nbgrader.coursedir import CourseDirectory
     from nbgrader.preprocessors import AssignLatePenalties, SaveAutoGrades
     from nbgrader.utils import capture_log
     from sqlalchemy.exc import SAWarning
+
+    from course.grader.nbgrader_ext import FAULTS
 
     assignment, student = job["assignment"], job["student"]
     with _GRADING, warnings.catch_warnings():
@@ -170,6 +241,7 @@ def grade_submission(job: dict, course: dict[str, bytes]) -> dict:
             os.environ.pop(name, None)
         os.environ.update(job["env"])
         root = _prepared_course(course, assignment)
+        FAULTS.clear()
         submitted = root / "submitted" / student
         autograded = root / "autograded" / student
         try:
@@ -188,13 +260,17 @@ def grade_submission(job: dict, course: dict[str, bytes]) -> dict:
             app.force = True
             ran = capture_log(app)
             out = autograded / assignment
+            if FAULTS:
+                return {"student": student, "fault": FAULTS[0], "log": ran.get("log", "")}
             if not ran["success"] or not out.is_dir():
                 reason = f"nbgrader could not grade it: {_reason(ran)}"
                 return {"student": student, "error": reason, "log": ran.get("log", "")}
+            # Only the graded notebooks come back (nothing else the student made reaches
+            # autograded/ or feedback/), read without following links, capped.
             files = {
-                p.relative_to(out).as_posix(): (p.read_bytes(), p.stat().st_mode & 0o777)
-                for p in sorted(out.rglob("*"))
-                if p.is_file()
+                p.name: (read_regular(p, MAX_NOTEBOOK_BYTES), 0o444)
+                for p in sorted(out.iterdir())
+                if p.suffix == ".ipynb" and stat.S_ISREG(p.lstat().st_mode)
             }
             return {"student": student, "files": files, "log": ran.get("log", "")}
         finally:

@@ -70,9 +70,10 @@ class Outputs(dict):
 
 
 def _plain(value):
-    """Student results as plain data: floats, booleans, float64 arrays, or Broken."""
-    if isinstance(value, Broken | bool | np.bool_):
-        return value if isinstance(value, Broken) else bool(value)
+    """Student results as plain data: floats, float64 arrays, or Broken (observations: a
+    boolean is recorded as the number it is, never read as a verdict)."""
+    if isinstance(value, Broken):
+        return value
     if value is None:
         return Broken("returned None (is a `return` missing?)")
     if isinstance(value, str | bytes):
@@ -84,10 +85,40 @@ def _plain(value):
     return float(array) if array.ndim == 0 else array
 
 
-def probe(check: Check, namespace: dict) -> dict:
+def nudged(f: Callable[[np.ndarray], object], x: np.ndarray, df=None, h: float = 1e-5):
+    """Observations for a gradient check: f at copies of x nudged by +h and by -h, one
+    element at a time (each value projected on df when f returns an array).
+
+    Returns (plus, minus), each shaped like x. The grader, not the kernel, turns them into
+    a centred difference and compares it with the student's gradient (course.checks.common).
+    """
+    x = np.array(x, dtype=np.float64)
+    plus, minus = np.zeros_like(x), np.zeros_like(x)
+    for ix in np.ndindex(x.shape):
+        for sign, into in ((1.0, plus), (-1.0, minus)):
+            moved = x.copy()
+            moved[ix] = x[ix] + sign * h
+            value = np.array(f(moved), dtype=np.float64)
+            into[ix] = float(value) if df is None else float(np.sum(value * df))
+    return plus, minus
+
+
+# The seed of each check's inputs in this kernel: set by the grader before a grade cell
+# runs (course.grader.inputs.SeedHiddenChecks); the public seed otherwise (`course check`).
+# The grader never reads it back: it judges against references it computed itself for
+# the seed it chose, so a kernel that changes this only gets inputs nobody graded.
+_SEEDS: dict[str, int] = {}
+
+
+def use_seed(name: str, seed: int) -> None:
+    _SEEDS[name] = int(seed)
+
+
+def probe(check: Check, namespace: dict, seed: int | None = None) -> dict:
     outputs = Outputs()
+    seed = check.seed() if seed is None else seed
     try:
-        check.probe(Student(namespace), np.random.default_rng(check.seed()), outputs)
+        check.probe(Student(namespace), np.random.default_rng(seed), outputs)
     except Exception as exc:  # noqa: BLE001 (a probe stops at the first unrecorded error)
         why = str(exc) if isinstance(exc, MissingName) else f"raised {type(exc).__name__}: {exc}"
         outputs.setdefault("_stopped", Broken(why))
@@ -110,8 +141,13 @@ def check(name: str, namespace: dict) -> float:
     from IPython.display import display
 
     chk = get_check(name)
-    outputs = probe(chk, namespace)
+    outputs = probe(chk, namespace, _SEEDS.get(name))
     payload = {"check": name, "outputs": {k: encode(v) for k, v in outputs.items()}}
+    if chk.builds_on:  # the carried functions this check runs through, probed on their own
+        payload["carried"] = {
+            earlier: {k: encode(v) for k, v in probe(get_check(earlier), namespace).items()}
+            for earlier in chk.builds_on
+        }
     summary = f"{name}: {len(outputs)} results recorded; the grader judges them (0 until then)."
     display({PROBE_MIME: payload, "text/plain": summary}, raw=True)
     return 0.0

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 from pathlib import Path
 
 import nbformat
@@ -73,10 +74,18 @@ class Recorder:
         staging = dest.with_name(f".{self.assignment}.incoming")
         shutil.rmtree(staging, ignore_errors=True)
         for rel, (data, mode) in files.items():
+            if "/" in rel or rel.startswith(".") or not rel.endswith(".ipynb"):
+                raise ValueError(f"a worker returned {rel!r}: only graded notebooks are kept")
             path = staging / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
             os.chmod(path, mode)
+        submitted = self.root / "submitted" / student / self.assignment
+        for name in BOOKKEEPING:
+            data = small_regular_file(submitted / name)
+            if data is not None:
+                staging.mkdir(parents=True, exist_ok=True)
+                (staging / name).write_bytes(data)
         try:
             notebooks = {
                 Path(rel).stem: nbformat.reads(data.decode("utf-8"), as_version=4)
@@ -128,3 +137,23 @@ class Recorder:
                     notebook.late_submission_penalty = self.late._check_late_penalty(
                         notebook, penalty
                     )
+
+
+# What nbgrader's own autograde copies from submitted/ to autograded/ besides notebooks, and
+# its feedback steps need: release_feedback and fetch_feedback name a student's feedback by
+# a hash of the notebook with the submission's secret and its timestamp's exact text.
+BOOKKEEPING = ("timestamp.txt", "submission_secret.txt")
+
+
+def small_regular_file(path: Path, limit: int = 4096) -> bytes | None:
+    """The bytes of `path` if it is a regular file of at most `limit` bytes, read without
+    following a link (a submission's folder is the student's); None otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
+        data = handle.read(limit + 1)
+    return data if len(data) <= limit else None

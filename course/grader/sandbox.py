@@ -1,11 +1,19 @@
-"""A sandbox for every grading kernel: bubblewrap, resource limits, ipc sockets.
+"""A sandbox for every grading kernel: an allow-list of mounts, limits, budgets, ipc sockets.
 
-Student code runs in the grading kernel with the grader's rights. Here each kernel runs
-inside bubblewrap (`bwrap`):
-- no network (a private network namespace), no other processes visible, no capabilities;
-- the whole system read-only; the course directory, the grader's home, /tmp and the
-  gradebook's folder hidden behind empty tmpfs mounts; only the submission's working
-  copy (the kernel's cwd) and a private folder for its sockets writable;
+Student code runs in the grading kernel. Each kernel runs inside bubblewrap (`bwrap`), and
+what it can reach is an allow-list, so it does not matter where the course lives:
+- mounted read-only: the system's programs and libraries (/usr and its links), a few files
+  of /etc the loader and fonts need, the Python installation, the virtual environment and
+  the `course` package; nothing else of the host exists (no course directory, no home, no
+  /run or /var, so no Unix socket of the host; no network: a private network namespace);
+- writable, each a bounded tmpfs that vanishes with the kernel: the working folder
+  (/home/student/work, holding the assignment's own data files, read-only, and nothing
+  else: the notebook's cells arrive as messages), its home, /tmp and /dev/shm; plus the
+  folder of the kernel's ipc sockets, whose files and bytes a watchdog keeps under a budget;
+- an environment built from an allow-list (no token, password or database address of the
+  grader), no inherited file descriptor but the three standard ones (its output goes to a
+  log the grader reads back, capped), Python started isolated (`-I`: the working folder
+  cannot shadow a module, no PYTHON* variable, no user site);
 - limits: address space, CPU seconds, file size, open files (`prlimit`), and processes
   (a pids cgroup where the machine offers one, else RLIMIT_NPROC).
 A private network namespace has no TCP to talk to, so the kernel's ZMQ sockets use
@@ -20,31 +28,53 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
 
-from course.paths import course_root, gradebook_url
-
 
 class SandboxUnavailable(RuntimeError):
     """No sandbox can be started here; grading must not go on without one."""
 
 
+MiB = 2**20
+
+
 @dataclass(frozen=True)
 class Limits:
     address_space: int = 4 * 2**30  # bytes (virtual: NumPy and OpenBLAS reserve generously)
-    cpu_seconds: int = 900  # a backstop; wall-clock cell timeouts come first
-    file_size: int = 256 * 2**20  # bytes, per file written
+    cpu_seconds: int = 900  # a backstop; wall-clock cell and submission budgets come first
+    file_size: int = 64 * MiB  # bytes, per file written
     open_files: int = 512
     processes: int = 64  # pids in the kernel's cgroup, or RLIMIT_NPROC
+    work_tmpfs: int = 128 * MiB  # the working folder and home (RAM: bounded here)
+    tmp_tmpfs: int = 64 * MiB  # /tmp
+    shm_tmpfs: int = 16 * MiB  # /dev/shm
+    written_bytes: int = 64 * MiB  # on the host's disk: the socket folder and the kernel's log
+    written_files: int = 256
 
 
 LIMITS = Limits()
 PIDS_CGROUP = Path("/sys/fs/cgroup/pids")  # cgroup v1 (what these machines have)
 CGROUP2 = Path("/sys/fs/cgroup")
+
+HOME = "/home/student"  # inside the sandbox
+WORKDIR = f"{HOME}/work"  # the kernel's working folder, inside the sandbox
+# The few files of /etc a Python kernel needs (the loader, BLAS alternatives, fonts, time).
+ETC = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "alternatives",
+    "fonts",
+    "localtime",
+    "mime.types",
+)
+# Variables a kernel gets from the grader's environment; everything else is unset.
+PASSED_ENV = ("LANG", "TZ")  # never the BLAS threads: a grade must not depend on them
 
 
 def bwrap() -> str:
@@ -109,84 +139,119 @@ def remove_cgroup(group: Path | None) -> None:
             pass
 
 
-def hidden_paths() -> list[Path]:
-    """What a kernel must not see: the course, the grader's home, the gradebook's folder."""
-    import course
-
-    paths = [course_root(), Path.home(), Path(tempfile.gettempdir())]
-    checkout = Path(course.__file__).resolve().parent.parent
-    if (checkout / "nbgrader_config.py").exists():  # an editable install: hide its course too
-        paths.append(checkout)
-    url = gradebook_url(course_root())
-    if url.startswith("sqlite:///"):
-        paths.append(Path(url.removeprefix("sqlite:///").split("?")[0]).parent)
-    # Parents first: a tmpfs mounted later would hide one mounted inside it.
-    return sorted({p.resolve() for p in paths}, key=lambda p: len(p.parts))
-
-
 def readable_paths() -> list[Path]:
-    """What a kernel needs even where it lies under a hidden path: Python and `course`."""
+    """What a kernel reads besides the system: Python, the environment, `course`."""
     import course
 
     paths = {
         Path(sys.prefix),
         Path(sys.base_prefix),
-        Path(sys.executable).resolve().parent,
+        Path(sys.executable).resolve().parent.parent,
         Path(course.__file__).parent,
     }
-    return sorted({p.resolve() for p in paths}, key=lambda p: len(p.parts))
+    resolved = {p.resolve() for p in paths} | {p for p in paths}
+    # A folder inside another is mounted once, by its parent.
+    kept = [p for p in resolved if not any(q != p and q in p.parents for q in resolved)]
+    return sorted(kept, key=lambda p: len(p.parts))
+
+
+def system_mounts() -> list[str]:
+    """bwrap arguments for the system, read-only: /usr and its links, a few files of /etc."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        path = Path("/") / name
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            args += ["--ro-bind", str(path), str(path)]
+    for name in ETC:
+        if (Path("/etc") / name).exists():
+            args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    return args
+
+
+def kernel_env() -> list[str]:
+    """bwrap arguments for the kernel's environment: an allow-list, nothing inherited."""
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": HOME,
+        "TMPDIR": "/tmp",
+        "MPLCONFIGDIR": f"{HOME}/.matplotlib",
+        "LANG": "C.UTF-8",
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
+    env.update({k: os.environ[k] for k in PASSED_ENV if k in os.environ})
+    args = ["--clearenv"]
+    for key, value in sorted(env.items()):
+        args += ["--setenv", key, value]
+    return args
+
+
+def isolated(kernel_cmd: list[str]) -> list[str]:
+    """Python started with -I: neither the working folder nor PYTHON* variables decide
+    what `python -m ipykernel_launcher` (or any later import) loads."""
+    if kernel_cmd and Path(kernel_cmd[0]).name.startswith("python") and "-I" not in kernel_cmd:
+        return [kernel_cmd[0], "-I", *kernel_cmd[1:]]
+    return list(kernel_cmd)
 
 
 def wrap(
     kernel_cmd: list[str],
-    workdir: Path,
-    private: Path,
+    sockets: Path,
     cgroup: Path | None,
+    data_files: dict[str, Path] | None = None,
     limits: Limits = LIMITS,
 ) -> list[str]:
-    """The kernel command, run inside bubblewrap with limits."""
-    workdir, private = workdir.resolve(), private.resolve()
+    """The kernel command, run inside bubblewrap with limits.
+
+    sockets: the host folder of the kernel's ipc sockets and connection file, mounted at
+    the same path (the only host folder it can write). data_files: {name in the working
+    folder: host file}, mounted read-only (the assignment's own data files).
+    """
+    sockets = sockets.resolve()
     args = [
         bwrap(),
         "--unshare-all",
         "--die-with-parent",
         "--new-session",
-        "--ro-bind",
-        "/",
-        "/",
+        *system_mounts(),
+    ]
+    args += [
         "--dev",
         "/dev",
         "--proc",
         "/proc",
+        "--size",
+        str(limits.shm_tmpfs),
+        "--tmpfs",
+        "/dev/shm",
+        "--size",
+        str(limits.tmp_tmpfs),
+        "--tmpfs",
+        "/tmp",
+        "--size",
+        str(limits.work_tmpfs),
+        "--tmpfs",
+        HOME,
+        "--dir",
+        WORKDIR,
+        "--dir",
+        f"{HOME}/.matplotlib",
     ]
-    if os.geteuid() == 0:
-        args += ["--cap-drop", "ALL"]
-    for path in hidden_paths():
-        args += ["--tmpfs", str(path)]
+    for fontlist in sorted(font_cache()):
+        args += ["--ro-bind", str(fontlist), f"{HOME}/.matplotlib/{fontlist.name}"]
+    for name, host in sorted((data_files or {}).items()):
+        args += ["--ro-bind", str(Path(host).resolve()), f"{WORKDIR}/{name}"]
+    # After the private tmpfs mounts: a course checked out under /tmp (or the home) must
+    # not have its Python environment and package hidden by them.
     for path in readable_paths():
         args += ["--ro-bind", str(path), str(path)]
-    args += [
-        "--bind",
-        str(private),
-        str(private),
-        "--bind",
-        str(workdir),
-        str(workdir),
-        "--chdir",
-        str(workdir),
-        "--setenv",
-        "HOME",
-        str(private / "home"),
-        "--setenv",
-        "MPLCONFIGDIR",
-        str(private / "matplotlib"),
-        "--setenv",
-        "TMPDIR",
-        str(private / "tmp"),
-        "--unsetenv",
-        "JPY_PARENT_PID",  # its pid is not visible in the sandbox
-        "--",
-    ]
+    args += ["--bind", str(sockets), str(sockets), "--chdir", WORKDIR]
+    if os.geteuid() == 0:
+        args += ["--cap-drop", "ALL"]
+    args += [*kernel_env(), "--"]
     nproc = [] if cgroup is not None or os.geteuid() == 0 else [f"--nproc={limits.processes}"]
     rlimits = [
         "prlimit",
@@ -197,7 +262,10 @@ def wrap(
         *nproc,
         "--",
     ]
-    command = rlimits + args + kernel_cmd
+    # bwrap and prlimit themselves start with an empty environment: bwrap is pid 1 inside
+    # the sandbox, and its /proc/1/environ would otherwise hold the grader's whole one
+    # (secrets included); the kernel's own comes from kernel_env(), an allow-list.
+    command = ["/usr/bin/env", "-i", *rlimits, *args, *isolated(kernel_cmd)]
     if cgroup is not None:
         # Join the cgroup first, so that nothing the kernel starts escapes the limit.
         command = [
@@ -210,42 +278,138 @@ def wrap(
     return command
 
 
-def prepare_private(private: Path) -> None:
-    for sub in ("home", "tmp", "matplotlib"):
-        (private / sub).mkdir(parents=True, exist_ok=True)
-    # Matplotlib's font list, so that each kernel does not rebuild it (read-only source).
+def font_cache() -> list[Path]:
+    """Matplotlib's font list, so that each kernel does not rebuild it (read-only)."""
     try:
         import matplotlib
 
-        cache = Path(matplotlib.get_cachedir())
-        for fontlist in cache.glob("fontlist-*.json"):
-            shutil.copy(fontlist, private / "matplotlib" / fontlist.name)
+        return list(Path(matplotlib.get_cachedir()).glob("fontlist-*.json"))
     except Exception:  # noqa: BLE001 (a missing cache only costs time)
-        pass
+        return []
+
+
+def written(folder: Path, stop_at_files: int) -> tuple[int, int]:
+    """(files, bytes on disk) under folder, without following links; stops counting files
+    at stop_at_files (a flood of files is over budget whatever the rest holds)."""
+    files = size = 0
+    stack = [folder]
+    while stack and files <= stop_at_files:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            files += 1
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            size += st.st_blocks * 512
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(Path(entry.path))
+    return files, size
+
+
+def read_capped(path: Path, limit: int = 64 * 1024) -> str:
+    """At most `limit` bytes of a file the kernel wrote, never through a link, with control
+    characters escaped (what it prints must not write lines or colours into a log)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return ""
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(limit + 1)
+    text = data[:limit].decode("utf-8", "replace")
+    text = "".join(c if c in "\n\t" or c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+    return text + ("\n[... cut]" if len(data) > limit else "")
+
+
+class Watchdog:
+    """Kills a kernel whose files on the host's disk (its socket folder and its log) pass
+    the budget: many files, big sparse ones, or bytes. Checked every `period` seconds."""
+
+    def __init__(self, folder: Path, kill, limits: Limits = LIMITS, period: float = 0.5):
+        self.folder, self.kill, self.limits, self.period = folder, kill, limits, period
+        self.reason: str | None = None
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def check(self) -> str | None:
+        files, size = written(self.folder, self.limits.written_files)
+        if files > self.limits.written_files:
+            return f"it created more than {self.limits.written_files} files"
+        if size > self.limits.written_bytes:
+            return f"it wrote more than {self.limits.written_bytes // MiB} MB to disk"
+        return None
+
+    def _run(self) -> None:
+        while not self.stopped.wait(self.period):
+            reason = self.check()
+            if reason is not None:
+                self.reason = reason
+                self.kill()
+                return
+
+    def stop(self) -> None:
+        self.stopped.set()
 
 
 class SandboxedKernelManager(AsyncKernelManager):
-    """A kernel manager whose kernels run in the sandbox described above."""
+    """A kernel manager whose kernels run in the sandbox described above.
+
+    `data_files` ({name: host path}) are mounted read-only in the kernel's working folder;
+    `over_budget` says why the watchdog killed the kernel, if it did."""
+
+    data_files: dict[str, Path] = {}
+    over_budget: str | None = None
 
     async def _async_pre_start_kernel(self, **kw):
-        self._sandbox_private = Path(tempfile.mkdtemp(prefix="el-kernel-"))
-        prepare_private(self._sandbox_private)
-        self._sandbox_workdir = Path(kw.get("cwd") or os.getcwd())
+        # Only the grader sees this folder; the kernel sees its sockets/ subfolder.
+        self._sandbox_dir = Path(tempfile.mkdtemp(prefix="el-kernel-"))
+        self._sandbox_sockets = self._sandbox_dir / "sockets"
+        self._sandbox_sockets.mkdir()
+        self._sandbox_log = self._sandbox_dir / "kernel.log"
         self._sandbox_cgroup = pids_cgroup(f"k-{uuid.uuid4().hex[:12]}", LIMITS.processes)
         self.transport = "ipc"
-        self.ip = str(self._sandbox_private / "kernel")
-        self.connection_file = str(self._sandbox_private / "connection.json")
+        self.ip = str(self._sandbox_sockets / "kernel")
+        self.connection_file = str(self._sandbox_sockets / "connection.json")
         self.kernel_spec.interrupt_mode = "message"
+        # What the kernel prints on its own goes to a file the grader reads back, capped:
+        # never to the grader's own streams (whose paths tell where the course is).
+        log = os.open(self._sandbox_log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        kw["stdout"], kw["stderr"] = log, subprocess.STDOUT
+        kw.pop("cwd", None)  # the kernel's folder is its own, inside the sandbox
+        self._sandbox_log_fd = log
         return await super()._async_pre_start_kernel(**kw)
 
     def format_kernel_cmd(self, extra_arguments=None):
         cmd = super().format_kernel_cmd(extra_arguments)
-        return wrap(cmd, self._sandbox_workdir, self._sandbox_private, self._sandbox_cgroup)
+        return wrap(cmd, self._sandbox_sockets, self._sandbox_cgroup, self.data_files)
+
+    async def _async_launch_kernel(self, kernel_cmd, **kw):
+        try:
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+        finally:
+            os.close(self._sandbox_log_fd)
+        self._sandbox_watchdog = Watchdog(self._sandbox_dir, self._kill_over_budget)
+
+    def _kill_over_budget(self) -> None:
+        self.over_budget = self._sandbox_watchdog.reason
+        process = getattr(getattr(self, "provisioner", None), "process", None)
+        if process is not None:
+            process.kill()
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
         if not restart:
+            watchdog = getattr(self, "_sandbox_watchdog", None)
+            if watchdog is not None:
+                watchdog.stop()
             remove_cgroup(getattr(self, "_sandbox_cgroup", None))
-            private = getattr(self, "_sandbox_private", None)
-            if private is not None:
-                shutil.rmtree(private, ignore_errors=True)
+            folder = getattr(self, "_sandbox_dir", None)
+            if folder is not None:
+                printed = read_capped(folder / "kernel.log")
+                # Labelled line by line: what a kernel prints cannot pass for the grader's.
+                sys.stderr.writelines(f"kernel| {line}\n" for line in printed.splitlines())
+                shutil.rmtree(folder, ignore_errors=True)

@@ -30,9 +30,9 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from course.data import two_moons
-from course.gradcheck import compare_table, numerical_gradient, rel_error
+from course.gradcheck import compare_table, rel_error
 from course.mlp import MLP, train
-from course.notebook import add_to_class, show_source
+from course.notebook import add_to_class, check_it, expect, show_source
 from course.plots import decision_boundary, error_against_step, loss_curve
 
 # %% [markdown]
@@ -198,17 +198,23 @@ def __rtruediv__(self, other):  # other / self
 
 
 # %% [markdown]
-# **Check it.** Every line should say `True`.
+# **Check it.** Every line should say `ok`; a `WRONG` line fails the cell (and Validate).
 
 # %%
-x, y = Value(3.0), Value(-2.0)
-print("x + y  ", (x + y).data == 1.0)
-print("x * y  ", (x * y).data == -6.0)
-print("x ** 2 ", (x**2).data == 9.0)
-print("x / y  ", (x / y).data == -1.5)
-print("1 - x  ", (1 - x).data == -2.0)
-print("2 / y  ", (2 / y).data == -1.0)
-print("3 * x  ", isinstance(3 * x, Value) and (3 * x).data == 9.0)
+with check_it("Exercises 1.1 and 1.2"):
+    x, y = Value(3.0), Value(-2.0)
+    expect(
+        {
+            "x + y": (x + y).data == 1.0,
+            "x * y": (x * y).data == -6.0,
+            "x ** 2": (x**2).data == 9.0,
+            "x / y": (x / y).data == -1.5,
+            "1 - x": (1 - x).data == -2.0,
+            "2 / y": (2 / y).data == -1.0,
+            "3 * x": isinstance(3 * x, Value) and (3 * x).data == 9.0,
+        }
+    )
+
 
 # %% [markdown]
 # ### Exercise 1.3: functions
@@ -297,17 +303,26 @@ def sigmoid(self):
 # (its value at -1000 is exactly 0.0: $e^{-1000}$ underflows).
 
 # %%
-x = Value(0.5)
-print("exp     ", math.isclose(x.exp().data, math.exp(0.5)))
-print("log     ", math.isclose(x.log().data, math.log(0.5)))
-print("tanh    ", math.isclose(x.tanh().data, math.tanh(0.5)))
-print("relu    ", Value(-1.0).relu().data == 0.0 and x.relu().data == 0.5)
-print("sigmoid ", math.isclose(x.sigmoid().data, 1 / (1 + math.exp(-0.5))))
+with check_it("Exercise 1.3"):
+    x = Value(0.5)
+    expect(
+        {
+            "exp": math.isclose(x.exp().data, math.exp(0.5)),
+            "log": math.isclose(x.log().data, math.log(0.5)),
+            "tanh": math.isclose(x.tanh().data, math.tanh(0.5)),
+            "relu": Value(-1.0).relu().data == 0.0 and x.relu().data == 0.5,
+            "sigmoid": math.isclose(x.sigmoid().data, 1 / (1 + math.exp(-0.5))),
+            "sigmoid(-1000) is exactly 0.0": Value(-1000.0).sigmoid().data == 0.0,
+            "sigmoid(1000) is exactly 1.0": Value(1000.0).sigmoid().data == 1.0,
+            "tanh(+-1000) is +-1.0": Value(1000.0).tanh().data
+            == -Value(-1000.0).tanh().data
+            == 1.0,
+        }
+    )
 # exp(-1000) is below the smallest positive float64 (about 5e-324), so sigmoid(-1000) is
 # exactly 0.0, not merely tiny; what matters is that it is computed without an error.
-for far in (-1000.0, 1000.0):
-    print(f"sigmoid({far:g}) = {Value(far).sigmoid().data!r}")
 print("smallest positive float64:", 5e-324, " smallest normal:", np.finfo(np.float64).tiny)
+
 
 # %% [markdown]
 # ### Exercise 1.4: `backward()`: topological order and accumulation
@@ -353,11 +368,22 @@ def backward(self):
 # only if both uses are added; $\partial f / \partial a = b + 1 - \tanh^2 a$.
 
 # %%
-a, b = Value(0.7), Value(-1.3)
-f = a * b + b**2 + a.tanh()
-f.backward()
-print(f"df/da = {a.grad:.6f}, expected {b.data + 1 - math.tanh(a.data) ** 2:.6f}")
-print(f"df/db = {b.grad:.6f}, expected {a.data + 2 * b.data:.6f}")
+with check_it("Exercise 1.4"):
+    a, b = Value(0.7), Value(-1.3)
+    f = a * b + b**2 + a.tanh()
+    f.backward()
+    expected_a, expected_b = b.data + 1 - math.tanh(a.data) ** 2, a.data + 2 * b.data
+    print(f"df/da = {a.grad:.6f}, expected {expected_a:.6f}")
+    print(f"df/db = {b.grad:.6f}, expected {expected_b:.6f}")
+    expect(
+        {
+            "df/da": math.isclose(a.grad, expected_a, rel_tol=1e-9),
+            "df/db (b is used twice: both uses added)": math.isclose(
+                b.grad, expected_b, rel_tol=1e-9
+            ),
+        }
+    )
+
 
 # %% [markdown]
 # ### Hidden checks of the engine (11 points)
@@ -452,12 +478,19 @@ def eval_numerical_gradient(f, x, h=1e-5):
 # around $10^{-10}$ and `x` unchanged.
 
 # %%
-rng = np.random.default_rng(0)
-x = rng.standard_normal((4, 3))
-x_before = x.copy()
-grad = eval_numerical_gradient(lambda x: np.sum(x**2), x)
-print("relative error:", rel_error(grad, 2 * x))
-print("x restored exactly:", np.array_equal(x, x_before))
+with check_it("Exercise 2.1"):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 3))
+    x_before = x.copy()
+    grad = eval_numerical_gradient(lambda x: np.sum(x**2), x)
+    print("relative error:", rel_error(grad, 2 * x))
+    expect(
+        {
+            "relative error below 1e-7": rel_error(grad, 2 * x) < 1e-7,
+            "x restored exactly": np.array_equal(x, x_before),
+        }
+    )
+
 
 # %% nbgrader={"grade": true, "grade_id": "eval_numerical_gradient", "locked": true, "points": 3, "schema_version": 3, "solution": false}
 # Hidden check (3 points): gradients of hidden scalar functions of 2-D and 3-D arrays,
@@ -507,11 +540,20 @@ def eval_numerical_gradient_array(f, x, df, h=1e-5):
 # **Check it.** For $f(x) = x W$ the gradient of $\sum f(x) \odot df$ is $df\,W^\top$.
 
 # %%
-x = rng.standard_normal((5, 4))
-W = rng.standard_normal((4, 3))
-df = rng.standard_normal((5, 3))
-grad = eval_numerical_gradient_array(lambda x: x @ W, x, df)
-print("relative error:", rel_error(grad, df @ W.T))
+with check_it("Exercise 2.2"):
+    x = rng.standard_normal((5, 4))
+    W = rng.standard_normal((4, 3))
+    df = rng.standard_normal((5, 3))
+    x_before = x.copy()
+    grad = eval_numerical_gradient_array(lambda x: x @ W, x, df)
+    print("relative error:", rel_error(grad, df @ W.T))
+    expect(
+        {
+            "relative error below 1e-7": rel_error(grad, df @ W.T) < 1e-7,
+            "x restored exactly": np.array_equal(x, x_before),
+        }
+    )
+
 
 # %% nbgrader={"grade": true, "grade_id": "eval_numerical_gradient_array", "locked": true, "points": 3, "schema_version": 3, "solution": false}
 # Hidden check (3 points): gradients of hidden array-valued functions against random
@@ -566,15 +608,23 @@ import ipywidgets as widgets
 
 
 def explore_step(log10_h=-5.0, dtype="float64"):
-    err = error_at(10.0**log10_h, np.dtype(dtype).type)
+    h = 10.0**log10_h
+    err = error_at(h, np.dtype(dtype).type)
     verdict = "passes" if err < 1e-7 else "fails"
-    print(f"h = 1e{log10_h:+.1f}, {dtype}: relative error {err:.1e}, the 1e-7 check {verdict}")
+    print(f"h = {h:.1e}, {dtype}: relative error {err:.1e}, the 1e-7 check {verdict}")
 
 
 _ = widgets.interact(
     explore_step,
-    log10_h=widgets.FloatSlider(value=-5, min=-12, max=0, step=0.5),
-    dtype=["float64", "float32"],
+    log10_h=widgets.FloatSlider(
+        value=-5,
+        min=-12,
+        max=0,
+        step=0.5,
+        description="log10(h)",
+        style={"description_width": "initial"},
+    ),
+    dtype=widgets.Dropdown(options=["float64", "float32"], description="precision"),
 )
 
 # %% [markdown]
@@ -638,41 +688,42 @@ def backprop_by_hand(X, W1, b1, W2, b2, Y):
 # transpose shows. Every row should be `close`.
 
 # %%
-rng = np.random.default_rng(1)
-X, Y = rng.standard_normal((5, 4)), rng.standard_normal((5, 2))
-W1, b1 = rng.standard_normal((4, 3)), rng.standard_normal(3)
-W2, b2 = rng.standard_normal((3, 2)), rng.standard_normal(2)
+with check_it("Part 3, backprop_by_hand"):
+    rng = np.random.default_rng(1)
+    X, Y = rng.standard_normal((5, 4)), rng.standard_normal((5, 2))
+    W1, b1 = rng.standard_normal((4, 3)), rng.standard_normal(3)
+    W2, b2 = rng.standard_normal((3, 2)), rng.standard_normal(2)
 
-z = X @ W1 + b1
-h = np.tanh(z)
-s = h @ W2 + b2
+    z = X @ W1 + b1
+    h = np.tanh(z)
+    s = h @ W2 + b2
 
+    def loss_from_s(s):
+        return 0.5 * np.sum((s - Y) ** 2) / len(Y)
 
-def loss_from_s(s):
-    return 0.5 * np.sum((s - Y) ** 2) / len(Y)
+    def loss_from_h(h):
+        return loss_from_s(h @ W2 + b2)
 
+    def loss_from_z(z):
+        return loss_from_h(np.tanh(z))
 
-def loss_from_h(h):
-    return loss_from_s(h @ W2 + b2)
+    tails = {
+        "s": (loss_from_s, s),
+        "h": (loss_from_h, h),
+        "z": (loss_from_z, z),
+        "W2": (lambda W: loss_from_s(h @ W + b2), W2),
+        "b2": (lambda b: loss_from_s(h @ W2 + b), b2),
+        "W1": (lambda W: loss_from_z(X @ W + b1), W1),
+        "b1": (lambda b: loss_from_z(X @ W1 + b), b1),
+        "X": (lambda x: loss_from_z(x @ W1 + b1), X),
+    }
+    numeric = {
+        name: eval_numerical_gradient(tail, value.copy()) for name, (tail, value) in tails.items()
+    }
+    loss, grads = backprop_by_hand(X, W1, b1, W2, b2, Y)
+    rows = compare_table(grads, numeric)
+    expect({f"d{row['name']} close": row["close"] for row in rows})
 
-
-def loss_from_z(z):
-    return loss_from_h(np.tanh(z))
-
-
-tails = {
-    "s": (loss_from_s, s),
-    "h": (loss_from_h, h),
-    "z": (loss_from_z, z),
-    "W2": (lambda W: loss_from_s(h @ W + b2), W2),
-    "b2": (lambda b: loss_from_s(h @ W2 + b), b2),
-    "W1": (lambda W: loss_from_z(X @ W + b1), W1),
-    "b1": (lambda b: loss_from_z(X @ W1 + b), b1),
-    "X": (lambda x: loss_from_z(x @ W1 + b1), X),
-}
-numeric = {name: numerical_gradient(tail, value.copy()) for name, (tail, value) in tails.items()}
-loss, grads = backprop_by_hand(X, W1, b1, W2, b2, Y)
-rows = compare_table(grads, numeric)
 
 # %% nbgrader={"grade": true, "grade_id": "by_hand_gradients", "locked": true, "points": 3, "schema_version": 3, "solution": false}
 # Hidden check (3 points): the loss and every intermediate gradient, each on its own, on
@@ -755,37 +806,45 @@ def softmax_ce_by_hand(S, y):
 # rounding.
 
 # %%
-S_check = np.random.default_rng(4).standard_normal((6, 4)) * 3
-y_check = np.array([0, 3, 1, 1, 2, 0])
-rows_check = np.arange(len(y_check))
-m_check = S_check.max(axis=1, keepdims=True)
-sh_check = S_check - m_check
-e_check = np.exp(sh_check)
-t_check = e_check.sum(axis=1, keepdims=True)
+with check_it("Part 3, softmax_ce_by_hand"):
+    S_check = np.random.default_rng(4).standard_normal((6, 4)) * 3
+    y_check = np.array([0, 3, 1, 1, 2, 0])
+    rows_check = np.arange(len(y_check))
+    m_check = S_check.max(axis=1, keepdims=True)
+    sh_check = S_check - m_check
+    e_check = np.exp(sh_check)
+    t_check = e_check.sum(axis=1, keepdims=True)
 
+    def ce_from_log_probs(lp):
+        return -lp[rows_check, y_check].mean()
 
-def ce_from_log_probs(lp):
-    return -lp[rows_check, y_check].mean()
+    def ce_from_shifted(sh):
+        return ce_from_log_probs(sh - np.log(np.exp(sh).sum(1, keepdims=True)))
 
-
-ce_tails = {
-    "log_probs": (ce_from_log_probs, sh_check - np.log(t_check)),
-    "log_sum": (lambda ls: ce_from_log_probs(sh_check - ls), np.log(t_check)),
-    "sum": (lambda t: ce_from_log_probs(sh_check - np.log(t)), t_check),
-    "exp": (lambda e: ce_from_log_probs(sh_check - np.log(e.sum(1, keepdims=True))), e_check),
-    "shifted": (
-        lambda sh: ce_from_log_probs(sh - np.log(np.exp(sh).sum(1, keepdims=True))),
-        sh_check,
-    ),
-    "S": (lambda s: ce_from_log_probs(s - np.log(np.exp(s).sum(1, keepdims=True))), S_check),
-}
-ce_numeric = {k: numerical_gradient(f, v.copy()) for k, (f, v) in ce_tails.items()}
-ce_loss, ce_grads = softmax_ce_by_hand(S_check, y_check)
-_ = compare_table({k: ce_grads[k] for k in ce_tails}, ce_numeric)
-p_check = e_check / t_check
-one_hot = np.eye(4)[y_check]
-print(f"dS against (p - one_hot(y)) / N: {rel_error(ce_grads['S'], (p_check - one_hot) / 6):.1e}")
-print(f"largest |dmax|: {np.abs(ce_grads['max']).max():.1e} (zero up to rounding)")
+    ce_tails = {
+        "log_probs": (ce_from_log_probs, sh_check - np.log(t_check)),
+        "log_sum": (lambda ls: ce_from_log_probs(sh_check - ls), np.log(t_check)),
+        "sum": (lambda t: ce_from_log_probs(sh_check - np.log(t)), t_check),
+        "exp": (lambda e: ce_from_log_probs(sh_check - np.log(e.sum(1, keepdims=True))), e_check),
+        "shifted": (ce_from_shifted, sh_check),
+        "S": (ce_from_shifted, S_check),
+    }
+    ce_numeric = {k: eval_numerical_gradient(f, v.copy()) for k, (f, v) in ce_tails.items()}
+    ce_loss, ce_grads = softmax_ce_by_hand(S_check, y_check)
+    ce_rows = compare_table({k: ce_grads[k] for k in ce_tails}, ce_numeric)
+    p_check = e_check / t_check
+    one_hot = np.eye(4)[y_check]
+    dS_error = rel_error(ce_grads["S"], (p_check - one_hot) / 6)
+    largest_dmax = np.abs(ce_grads["max"]).max()
+    print(f"dS against (p - one_hot(y)) / N: {dS_error:.1e}")
+    print(f"largest |dmax|: {largest_dmax:.1e} (zero up to rounding)")
+    expect(
+        {
+            **{f"d{row['name']} close": row["close"] for row in ce_rows},
+            "dS is (p - one_hot(y)) / N": dS_error < 1e-7,
+            "dmax is zero up to rounding": largest_dmax < 1e-12,
+        }
+    )
 
 # %% nbgrader={"grade": true, "grade_id": "softmax_by_hand", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 # Hidden check (2 points): the loss and each intermediate gradient on hidden scores, at
@@ -859,4 +918,6 @@ plt.show()
 #   gradient, every node runs after all its users, the output is seeded with 1.
 # - A gradient check is itself numerics: centred differences, float64, $h \approx 10^{-5}$,
 #   relative error, and points away from kinks.
-# - From assignment 02 on, `course.gradcheck` provides the checker you just wrote.
+# - From assignment 02 on, `course.gradcheck.gradient_error` runs such a check for you: it
+#   says how far a gradient is from centred differences (it does not hand out the
+#   numerical gradient itself: that is graded here).

@@ -30,8 +30,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from course.data import digits, load_digits
-from course.gradcheck import numerical_gradient, rel_error
-from course.notebook import show_source
+from course.gradcheck import gradient_error, rel_error
+from course.notebook import check_it, show_source
 from course.plots import image_grid, loss_curve, sweep_heatmap, weight_images
 from course.training import accuracy, train_linear
 
@@ -132,9 +132,6 @@ def svm_loss_naive(W, X, y, reg):
 # %%
 rng = np.random.default_rng(0)
 W0 = 1e-4 * rng.standard_normal((X_train.shape[1], num_classes))
-loss, _ = svm_loss_naive(W0, X_train[:100], y_train[:100], 0.0)
-print(f"SVM loss at initialisation: {loss:.4f} (expect about {num_classes - 1})")
-
 W_small, X_small = rng.standard_normal((7, 4)), rng.standard_normal((20, 7))
 y_small = rng.integers(0, 4, 20)
 
@@ -143,15 +140,18 @@ def check_gradient(loss_fn):
     """dW of loss_fn against centred differences on the small problem, with and without reg."""
     for reg in (0.0, 0.1):
         _, dW = loss_fn(W_small, X_small, y_small, reg)
-        numeric = numerical_gradient(
-            lambda W, reg=reg: loss_fn(W, X_small, y_small, reg)[0], W_small.copy()
+        error = gradient_error(
+            lambda W, reg=reg: loss_fn(W, X_small, y_small, reg)[0], W_small.copy(), dW
         )
-        error = rel_error(dW, numeric)
         print(f"reg = {reg}: relative error of dW {error:.1e} (below 1e-7 is right)")
-        assert error < 1e-7
+        assert error < 1e-7, f"{loss_fn.__name__}: dW is wrong (reg = {reg})"
 
 
-check_gradient(svm_loss_naive)
+with check_it("Exercise 1.1"):
+    loss, _ = svm_loss_naive(W0, X_train[:100], y_train[:100], 0.0)
+    print(f"SVM loss at initialisation: {loss:.4f} (expect about {num_classes - 1})")
+    check_gradient(svm_loss_naive)
+
 
 # %% nbgrader={"grade": true, "grade_id": "svm_loss_naive", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 # Hidden check (2 points): loss and gradient on hidden W, X, y (N, D and C all different),
@@ -196,11 +196,6 @@ def svm_loss_vectorized(W, X, y, reg):
 
 # %%
 W_check = 0.01 * rng.standard_normal((X_train.shape[1], num_classes))
-loss_naive, dW_naive = svm_loss_naive(W_check, X_train, y_train, 0.05)
-loss_vec, dW_vec = svm_loss_vectorized(W_check, X_train, y_train, 0.05)
-print(f"loss: naive {loss_naive:.6f}, vectorised {loss_vec:.6f}")
-print(f"relative error of dW: {rel_error(dW_naive, dW_vec):.1e}")
-assert rel_error(loss_naive, loss_vec) < 1e-10 and rel_error(dW_naive, dW_vec) < 1e-10
 
 
 def best_time(f, repeats=3):
@@ -213,10 +208,21 @@ def best_time(f, repeats=3):
     return min(times)
 
 
-t_naive = best_time(lambda: svm_loss_naive(W_check, X_train, y_train, 0.05))
-t_vec = best_time(lambda: svm_loss_vectorized(W_check, X_train, y_train, 0.05))
-print(f"on {len(X_train)} examples: loops {t_naive * 1e3:.1f} ms, vectorised {t_vec * 1e3:.2f} ms")
-print(f"the vectorised loss is {t_naive / t_vec:.0f}x faster")
+with check_it("Exercise 1.2"):
+    loss_naive, dW_naive = svm_loss_naive(W_check, X_train, y_train, 0.05)
+    loss_vec, dW_vec = svm_loss_vectorized(W_check, X_train, y_train, 0.05)
+    print(f"loss: naive {loss_naive:.6f}, vectorised {loss_vec:.6f}")
+    print(f"relative error of dW: {rel_error(dW_naive, dW_vec):.1e}")
+    assert rel_error(loss_naive, loss_vec) < 1e-10, "the loss differs from the loops'"
+    assert rel_error(dW_naive, dW_vec) < 1e-10, "dW differs from the loops'"
+
+    t_naive = best_time(lambda: svm_loss_naive(W_check, X_train, y_train, 0.05))
+    t_vec = best_time(lambda: svm_loss_vectorized(W_check, X_train, y_train, 0.05))
+    print(
+        f"on {len(X_train)} examples: loops {t_naive * 1e3:.1f} ms, vectorised {t_vec * 1e3:.2f} ms"
+    )
+    print(f"the vectorised loss is {t_naive / t_vec:.0f}x faster")
+
 
 # %% nbgrader={"grade": true, "grade_id": "svm_loss_vectorized", "locked": true, "points": 3, "schema_version": 3, "solution": false}
 # Hidden check (3 points): as for svm_loss_naive, on other hidden inputs.
@@ -314,13 +320,8 @@ def softmax_loss_naive(W, X, y, reg):
 # and label 2, whose loss is 2000 (to within $e^{-1000}$) and whose gradient is known.
 # A textbook softmax and a max-shifted one both fail it with a loss of `inf`.
 
+
 # %%
-loss, _ = softmax_loss_naive(W0, X_train[:100], y_train[:100], 0.0)
-print(f"softmax loss at initialisation: {loss:.4f} (expect about log(10) = {np.log(10):.4f})")
-
-check_gradient(softmax_loss_naive)
-
-
 def check_large_scores(loss_fn):
     """Scores (1000, 0, -1000), label 2: loss 2000; dW moves x out of class 0, into class 2."""
     x = np.array([[1.0, 2.0]])
@@ -333,8 +334,15 @@ def check_large_scores(loss_fn):
     assert rel_error(dW, expected_dW) < 1e-9, "the gradient is wrong at large scores"
 
 
-print("softmax_loss_naive at scores of 1000:")
-check_large_scores(softmax_loss_naive)
+with check_it("Exercise 2.1"):
+    loss, _ = softmax_loss_naive(W0, X_train[:100], y_train[:100], 0.0)
+    print(f"softmax loss at initialisation: {loss:.4f} (expect about log(10) = {np.log(10):.4f})")
+
+    check_gradient(softmax_loss_naive)
+
+    print("softmax_loss_naive at scores of 1000:")
+    check_large_scores(softmax_loss_naive)
+
 
 # %% nbgrader={"grade": true, "grade_id": "softmax_loss_naive", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 # Hidden check (1 point): loss and gradient on hidden inputs, with and without
@@ -375,19 +383,24 @@ def softmax_loss_vectorized(W, X, y, reg):
 # **Check it**: against the loops, at large scores, and for speed.
 
 # %%
-loss_naive, dW_naive = softmax_loss_naive(W_check, X_train, y_train, 0.05)
-loss_vec, dW_vec = softmax_loss_vectorized(W_check, X_train, y_train, 0.05)
-print(f"loss: naive {loss_naive:.6f}, vectorised {loss_vec:.6f}")
-print(f"relative error of dW: {rel_error(dW_naive, dW_vec):.1e}")
-assert rel_error(loss_naive, loss_vec) < 1e-10 and rel_error(dW_naive, dW_vec) < 1e-10
+with check_it("Exercise 2.2"):
+    loss_naive, dW_naive = softmax_loss_naive(W_check, X_train, y_train, 0.05)
+    loss_vec, dW_vec = softmax_loss_vectorized(W_check, X_train, y_train, 0.05)
+    print(f"loss: naive {loss_naive:.6f}, vectorised {loss_vec:.6f}")
+    print(f"relative error of dW: {rel_error(dW_naive, dW_vec):.1e}")
+    assert rel_error(loss_naive, loss_vec) < 1e-10, "the loss differs from the loops'"
+    assert rel_error(dW_naive, dW_vec) < 1e-10, "dW differs from the loops'"
 
-print("softmax_loss_vectorized at scores of 1000:")
-check_large_scores(softmax_loss_vectorized)
+    print("softmax_loss_vectorized at scores of 1000:")
+    check_large_scores(softmax_loss_vectorized)
 
-t_naive = best_time(lambda: softmax_loss_naive(W_check, X_train, y_train, 0.05))
-t_vec = best_time(lambda: softmax_loss_vectorized(W_check, X_train, y_train, 0.05))
-print(f"on {len(X_train)} examples: loops {t_naive * 1e3:.1f} ms, vectorised {t_vec * 1e3:.2f} ms")
-print(f"the vectorised loss is {t_naive / t_vec:.0f}x faster")
+    t_naive = best_time(lambda: softmax_loss_naive(W_check, X_train, y_train, 0.05))
+    t_vec = best_time(lambda: softmax_loss_vectorized(W_check, X_train, y_train, 0.05))
+    print(
+        f"on {len(X_train)} examples: loops {t_naive * 1e3:.1f} ms, vectorised {t_vec * 1e3:.2f} ms"
+    )
+    print(f"the vectorised loss is {t_naive / t_vec:.0f}x faster")
+
 
 # %% nbgrader={"grade": true, "grade_id": "softmax_loss_vectorized", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 # Hidden check (2 points): as for softmax_loss_naive, on other hidden inputs.

@@ -34,8 +34,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from course.data import digits, spirals
-from course.gradcheck import numerical_gradient, rel_error
-from course.notebook import show_source
+from course.gradcheck import gradient_error, rel_error
+from course.notebook import check_it, show_source
 from course.plots import decision_regions, loss_curve
 from course.training import accuracy, fit
 
@@ -51,6 +51,7 @@ from course.training import accuracy, fit
 
 
 # %% nbgrader={"grade": false, "grade_id": "affine_forward_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
 def affine_forward(x, w, b):
     """x: (N, d_1, ..., d_k); w: (D, M) with D = d_1 * ... * d_k; b: (M,).
 
@@ -68,13 +69,16 @@ def affine_forward(x, w, b):
 # so D = 4, and M = 3 outputs.
 
 # %%
-x = np.arange(8.0).reshape(2, 2, 2)
-w = np.array([[1.0, 0.0, -1.0], [0.0, 1.0, 0.0], [1.0, 1.0, 1.0], [0.0, 0.0, 2.0]])
-b = np.array([0.5, -0.5, 0.0])
-out, _ = affine_forward(x, w, b)
-print(out)
-expected = np.array([[2.5, 2.5, 8.0], [10.5, 10.5, 16.0]])
-assert out.shape == (2, 3) and rel_error(out, expected) < 1e-12
+with check_it("Exercise 1.1"):
+    x = np.arange(8.0).reshape(2, 2, 2)
+    w = np.array([[1.0, 0.0, -1.0], [0.0, 1.0, 0.0], [1.0, 1.0, 1.0], [0.0, 0.0, 2.0]])
+    b = np.array([0.5, -0.5, 0.0])
+    out, _ = affine_forward(x, w, b)
+    print(out)
+    expected = np.array([[2.5, 2.5, 8.0], [10.5, 10.5, 16.0]])
+    assert out.shape == (2, 3), f"out has shape {out.shape}, not (2, 3)"
+    assert rel_error(out, expected) < 1e-12, "affine_forward's out is wrong"
+
 
 # %% nbgrader={"grade": true, "grade_id": "affine_forward", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 # Hidden check (2 points): the output on hidden 2-D and 4-D inputs (N, D and M different).
@@ -94,6 +98,7 @@ check("affine_forward", globals())
 
 
 # %% nbgrader={"grade": false, "grade_id": "affine_backward_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
 def affine_backward(dout, cache):
     """dout: (N, M); cache: from affine_forward. Returns (dx, dw, db), shaped like x, w, b."""
     ### BEGIN SOLUTION
@@ -110,21 +115,24 @@ def affine_backward(dout, cache):
 # so that a missing reshape or transpose shows.
 
 # %%
-rng = np.random.default_rng(0)
-x = rng.standard_normal((4, 2, 3))
-w, b = rng.standard_normal((6, 5)), rng.standard_normal(5)
-dout = rng.standard_normal((4, 5))
-out, cache = affine_forward(x, w, b)
-dx, dw, db = affine_backward(dout, cache)
-inputs = {"x": x, "w": w, "b": b}
-for name, value, grad in (("dx", x, dx), ("dw", w, dw), ("db", b, db)):
+with check_it("Exercise 1.2"):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 2, 3))
+    w, b = rng.standard_normal((6, 5)), rng.standard_normal(5)
+    dout = rng.standard_normal((4, 5))
+    out, cache = affine_forward(x, w, b)
+    dx, dw, db = affine_backward(dout, cache)
+    inputs = {"x": x, "w": w, "b": b}
+    for name, value, grad in (("dx", x, dx), ("dw", w, dw), ("db", b, db)):
 
-    def f(v, name=name):
-        return affine_forward(**{**inputs, name[1:]: v})[0]
+        def f(v, name=name):
+            return affine_forward(**{**inputs, name[1:]: v})[0]
 
-    numeric = numerical_gradient(f, value.copy(), dout)
-    print(f"{name}: relative error {rel_error(grad, numeric):.1e}")
-    assert grad.shape == value.shape and rel_error(grad, numeric) < 1e-7
+        error = gradient_error(f, value.copy(), grad, dout)
+        print(f"{name}: relative error {error:.1e}")
+        assert grad.shape == value.shape, f"{name} has shape {grad.shape}"
+        assert error < 1e-7, f"{name} is wrong"
+
 
 # %% nbgrader={"grade": true, "grade_id": "affine_backward", "locked": true, "points": 3, "schema_version": 3, "solution": false}
 # Hidden check (3 points): dx, dw and db on hidden inputs, one of them 4-D, each against
@@ -146,6 +154,7 @@ check("affine_backward", globals())
 
 
 # %% nbgrader={"grade": false, "grade_id": "relu_forward_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
 def relu_forward(x):
     """x: any shape. Returns (out, cache), out shaped like x."""
     ### BEGIN SOLUTION
@@ -156,6 +165,7 @@ def relu_forward(x):
 
 
 # %% nbgrader={"grade": false, "grade_id": "relu_backward_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
 def relu_backward(dout, cache):
     """dout: shaped like relu_forward's output. Returns dx, shaped like x."""
     ### BEGIN SOLUTION
@@ -170,14 +180,17 @@ def relu_backward(dout, cache):
 # at 0 (where centred differences average the two slopes; see 01).
 
 # %%
-x = rng.uniform(0.1, 1.0, (3, 4, 2)) * rng.choice([-1.0, 1.0], (3, 4, 2))
-dout = rng.standard_normal(x.shape)
-out, cache = relu_forward(x)
-dx = relu_backward(dout, cache)
-numeric = numerical_gradient(lambda v: relu_forward(v)[0], x.copy(), dout)
-print(f"relu: {np.mean(out == 0):.0%} of outputs are 0")
-print(f"relative error of dx: {rel_error(dx, numeric):.1e}")
-assert out.shape == x.shape and rel_error(dx, numeric) < 1e-9
+with check_it("Exercise 1.3"):
+    x = rng.uniform(0.1, 1.0, (3, 4, 2)) * rng.choice([-1.0, 1.0], (3, 4, 2))
+    dout = rng.standard_normal(x.shape)
+    out, cache = relu_forward(x)
+    dx = relu_backward(dout, cache)
+    error = gradient_error(lambda v: relu_forward(v)[0], x.copy(), dx, dout)
+    print(f"relu: {np.mean(out == 0):.0%} of outputs are 0")
+    print(f"relative error of dx: {error:.1e}")
+    assert out.shape == x.shape, "relu_forward changes the shape"
+    assert error < 1e-9, "relu_backward's dx is wrong"
+
 
 # %% nbgrader={"grade": true, "grade_id": "relu", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 # Hidden check (2 points): relu_forward and relu_backward on hidden 2-D and 3-D inputs.
@@ -202,6 +215,7 @@ check("relu", globals())
 
 
 # %% nbgrader={"grade": false, "grade_id": "softmax_loss_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
 def softmax_loss(x, y):
     """x: (N, C) scores; y: (N,) labels in [0, C).
 
@@ -221,6 +235,7 @@ def softmax_loss(x, y):
 
 
 # %% nbgrader={"grade": false, "grade_id": "svm_loss_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
 def svm_loss(x, y):
     """x: (N, C) scores; y: (N,) labels in [0, C).
 
@@ -245,27 +260,32 @@ def svm_loss(x, y):
 # $(1000, 0, -1000)$, label 2, softmax loss 2000, gradient $(1, 0, -1)$.
 
 # %%
-C = 10
-y = rng.integers(0, C, 50)
-print(
-    f"softmax at scores near 0: {softmax_loss(1e-3 * rng.standard_normal((50, C)), y)[0]:.3f}"
-    f" (log C = {np.log(C):.3f})"
-)
-print(
-    f"SVM at scores near 0:     {svm_loss(1e-3 * rng.standard_normal((50, C)), y)[0]:.3f}"
-    f" (C - 1 = {C - 1})"
-)
+with check_it("Exercise 2.1"):
+    C = 10
+    y = rng.integers(0, C, 50)
+    print(
+        f"softmax at scores near 0: {softmax_loss(1e-3 * rng.standard_normal((50, C)), y)[0]:.3f}"
+        f" (log C = {np.log(C):.3f})"
+    )
+    print(
+        f"SVM at scores near 0:     {svm_loss(1e-3 * rng.standard_normal((50, C)), y)[0]:.3f}"
+        f" (C - 1 = {C - 1})"
+    )
 
-scores, labels = rng.standard_normal((6, 4)), rng.integers(0, 4, 6)
-for name, loss_fn in (("softmax_loss", softmax_loss), ("svm_loss", svm_loss)):
-    _, dx = loss_fn(scores, labels)
-    numeric = numerical_gradient(lambda s, f=loss_fn: f(s, labels)[0], scores.copy())
-    print(f"{name}: relative error of dx {rel_error(dx, numeric):.1e}")
-    assert rel_error(dx, numeric) < 1e-7
+    scores, labels = rng.standard_normal((6, 4)), rng.integers(0, 4, 6)
+    for name, loss_fn in (("softmax_loss", softmax_loss), ("svm_loss", svm_loss)):
+        _, dx = loss_fn(scores, labels)
+        error = gradient_error(lambda s, f=loss_fn: f(s, labels)[0], scores.copy(), dx)
+        print(f"{name}: relative error of dx {error:.1e}")
+        assert error < 1e-7, f"{name}'s dx is wrong"
 
-loss, dx = softmax_loss(np.array([[1000.0, 0.0, -1000.0]]), np.array([2]))
-print(f"softmax_loss at scores of 1000: loss {float(loss)!r} (2000 is right), dx {dx}")
-assert abs(float(loss) - 2000.0) < 1e-9 and rel_error(dx, np.array([[1.0, 0.0, -1.0]])) < 1e-9
+    loss, dx = softmax_loss(np.array([[1000.0, 0.0, -1000.0]]), np.array([2]))
+    print(f"softmax_loss at scores of 1000: loss {float(loss)!r} (2000 is right), dx {dx}")
+    assert abs(float(loss) - 2000.0) < 1e-9, "softmax_loss is wrong at scores of 1000"
+    assert rel_error(dx, np.array([[1.0, 0.0, -1.0]])) < 1e-9, (
+        "softmax_loss's dx is wrong at scores of 1000"
+    )
+
 
 # %% nbgrader={"grade": true, "grade_id": "softmax_loss", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 # Hidden check (2 points): loss and dx on hidden scores, ordinary and near 1e3 (rows with
@@ -350,39 +370,43 @@ class TwoLayerNet:
 #    different (N=5, D=6, H=7, C=4).
 
 # %%
-np.random.seed(0)
-data = digits()
-mean_image = data.X_train.mean(axis=0)
-X_train, X_val, X_test = (X - mean_image for X in (data.X_train, data.X_val, data.X_test))
-y_train, y_val, y_test = data.y_train, data.y_val, data.y_test
-
-net = TwoLayerNet(64, 50, 10, weight_scale=1e-3)
-loss0, _ = net.loss(X_train[:200], y_train[:200])
-print(f"loss at initialisation: {loss0:.4f} (log 10 = {np.log(10):.4f})")
-assert abs(loss0 - np.log(10)) < 0.05
-for reg in (0.0, 1.0):
+with check_it("Exercise 3.1"):
     np.random.seed(0)
-    net = TwoLayerNet(64, 50, 10, weight_scale=0.1, reg=reg)
-    print(f"weight scale 0.1, reg = {reg}: loss {net.loss(X_train[:200], y_train[:200])[0]:.4f}")
+    data = digits()
+    mean_image = data.X_train.mean(axis=0)
+    X_train, X_val, X_test = (X - mean_image for X in (data.X_train, data.X_val, data.X_test))
+    y_train, y_val, y_test = data.y_train, data.y_val, data.y_test
 
-np.random.seed(1)
-X_small, y_small = np.random.randn(5, 6), np.random.randint(0, 4, 5)
-for reg in (0.0, 0.7):
-    small = TwoLayerNet(6, 7, 4, weight_scale=0.5, reg=reg)
-    small.params["b1"] = np.random.randn(7)  # non-zero biases, so that their gradients show
-    _, grads = small.loss(X_small, y_small)
-    for name in ("W1", "b1", "W2", "b2"):
+    net = TwoLayerNet(64, 50, 10, weight_scale=1e-3)
+    loss0, _ = net.loss(X_train[:200], y_train[:200])
+    print(f"loss at initialisation: {loss0:.4f} (log 10 = {np.log(10):.4f})")
+    assert abs(loss0 - np.log(10)) < 0.05, "the loss at initialisation should be near log 10"
+    for reg in (0.0, 1.0):
+        np.random.seed(0)
+        net = TwoLayerNet(64, 50, 10, weight_scale=0.1, reg=reg)
+        print(
+            f"weight scale 0.1, reg = {reg}: loss {net.loss(X_train[:200], y_train[:200])[0]:.4f}"
+        )
 
-        def f(v, name=name, net=small):
-            saved = net.params[name]
-            net.params[name] = v
-            value = net.loss(X_small, y_small)[0]
-            net.params[name] = saved
-            return value
+    np.random.seed(1)
+    X_small, y_small = np.random.randn(5, 6), np.random.randint(0, 4, 5)
+    for reg in (0.0, 0.7):
+        small = TwoLayerNet(6, 7, 4, weight_scale=0.5, reg=reg)
+        small.params["b1"] = np.random.randn(7)  # non-zero biases, so that their gradients show
+        _, grads = small.loss(X_small, y_small)
+        for name in ("W1", "b1", "W2", "b2"):
 
-        error = rel_error(grads[name], numerical_gradient(f, small.params[name].copy()))
-        print(f"reg = {reg}: {name} relative error {error:.1e}")
-        assert error < 1e-6
+            def f(v, name=name, net=small):
+                saved = net.params[name]
+                net.params[name] = v
+                value = net.loss(X_small, y_small)[0]
+                net.params[name] = saved
+                return value
+
+            error = gradient_error(f, small.params[name].copy(), grads[name])
+            print(f"reg = {reg}: {name} relative error {error:.1e}")
+            assert error < 1e-6, f"the gradient of {name} is wrong (reg = {reg})"
+
 
 # %% nbgrader={"grade": true, "grade_id": "two_layer_net", "locked": true, "points": 4, "schema_version": 3, "solution": false}
 # Hidden check (4 points): parameter shapes and initial statistics (weights with standard
@@ -407,6 +431,7 @@ check("two_layer_net", globals())
 
 
 # %% nbgrader={"grade": false, "grade_id": "sgd_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
 def sgd(w, dw, config=None):
     """One step of stochastic gradient descent. Returns (next_w, config)."""
     if config is None:
@@ -457,7 +482,9 @@ print(
     f"tiny batch: loss {history['loss'][0]:.3f} -> {history['loss'][-1]:.4f}, "
     f"training accuracy {history['train_acc'][-1]:.0%}"
 )
-assert history["loss"][-1] < 0.01 and history["train_acc"][-1] == 1.0
+assert history["loss"][-1] < 0.01 and history["train_acc"][-1] == 1.0, (
+    "Exercise 4.1: the tiny batch is not learned (check sgd, then TwoLayerNet)"
+)
 
 # %% [markdown]
 # **Now the whole training set.** 30 epochs of batches of 100, learning rate 0.5, a

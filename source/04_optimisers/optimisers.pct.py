@@ -12,7 +12,7 @@
 #
 # | Part | You write | Points |
 # |---|---|---|
-# | 0 · Your layers from 03 | paste them (checked through the network) | 0 |
+# | 0 · Your layers from 03 | nothing: they are carried forward from 03 | 0 |
 # | 1 · Initialisation | `weight_init` | 2 |
 # | 2 · A deep network | `FullyConnectedNet` | 4 |
 # | 3 · Update rules | `sgd_momentum`, `rmsprop`, `adam`, `adamw` | 9 |
@@ -29,49 +29,30 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tqdm.auto import tqdm
 
+from course.carry import carry
 from course.data import digits
 from course.deepnet import layer_statistics
-from course.gradcheck import numerical_gradient, rel_error
+from course.gradcheck import gradient_error, rel_error
+from course.notebook import check_it
 from course.plots import contour_paths, layer_histograms, loss_curve
 from course.training import accuracy, fit
 
 # %% [markdown]
 # ## 0 · Your layers from 03
 #
-# Paste your `affine_forward`, `affine_backward`, `relu_forward`, `relu_backward` and
-# `softmax_loss` from assignment 03 here (the API is the same). They are not graded again
-# on their own, but `FullyConnectedNet` is built from them.
+# `FullyConnectedNet` is built from your own `affine_forward`, `affine_backward`,
+# `relu_forward`, `relu_backward` and `softmax_loss` from assignment 03, and the experiments
+# train with your `sgd`: the cell below imports them from `my_03_multilayer.py` beside this
+# notebook, which `course export` (run by `make lab` and `course check`) writes from the
+# cells marked `#| export` of your 03 notebook. They are not graded again on their own; a
+# hidden check of this notebook that fails because of one of them says so by name. Fixed
+# something in 03? Save that notebook, then re-run this cell.
 
-
-# %% nbgrader={"grade": false, "grade_id": "layers_from_03", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
-def affine_forward(x, w, b):
-    return x.reshape(x.shape[0], -1) @ w + b, (x, w, b)
-
-
-def affine_backward(dout, cache):
-    x, w, b = cache
-    return (dout @ w.T).reshape(x.shape), x.reshape(x.shape[0], -1).T @ dout, dout.sum(axis=0)
-
-
-def relu_forward(x):
-    return np.maximum(0, x), x
-
-
-def relu_backward(dout, cache):
-    return dout * (cache > 0)
-
-
-def softmax_loss(x, y):
-    rows = np.arange(x.shape[0])
-    shifted = x - x.max(axis=1, keepdims=True)
-    log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-    dx = np.exp(log_probs)
-    dx[rows, y] -= 1
-    return -log_probs[rows, y].mean(), dx / x.shape[0]
-
-
-### END SOLUTION
+# %% nbgrader={"grade": false, "grade_id": "carried_from_03", "locked": true, "schema_version": 3, "solution": false}
+# Your functions from 03 (work/03_multilayer). Fixed one there? Save 03, then re-run this cell.
+affine_forward, affine_backward, relu_forward, relu_backward, softmax_loss, sgd = carry(
+    "03_multilayer", "affine_forward affine_backward relu_forward relu_backward softmax_loss sgd"
+)
 
 # %% [markdown]
 # ## 1 · Initialisation
@@ -113,6 +94,7 @@ print(
 
 
 # %% nbgrader={"grade": false, "grade_id": "weight_init_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
 def weight_init(fan_in, fan_out, scheme, rng):
     """A (fan_in, fan_out) weight matrix drawn from N(0, std**2) with rng.
 
@@ -135,15 +117,18 @@ def weight_init(fan_in, fan_out, scheme, rng):
 # giving the same matrix.
 
 # %%
-for scheme, std in (("xavier", np.sqrt(1 / 400)), ("he", np.sqrt(2 / 400)), (0.05, 0.05)):
-    W = weight_init(400, 300, scheme, np.random.default_rng(0))
-    print(f"{scheme!s:>7}: shape {W.shape}, std {W.std():.4f} (expect {std:.4f})")
-    assert W.shape == (400, 300) and abs(W.std() / std - 1) < 0.02
-same = (
-    weight_init(5, 4, "he", np.random.default_rng(7)),
-    weight_init(5, 4, "he", np.random.default_rng(7)),
-)
-assert np.array_equal(*same), "the same generator state must give the same weights"
+with check_it("Exercise 1.1"):
+    for scheme, std in (("xavier", np.sqrt(1 / 400)), ("he", np.sqrt(2 / 400)), (0.05, 0.05)):
+        W = weight_init(400, 300, scheme, np.random.default_rng(0))
+        print(f"{scheme!s:>7}: shape {W.shape}, std {W.std():.4f} (expect {std:.4f})")
+        assert W.shape == (400, 300), f"shape {W.shape}, not (400, 300)"
+        assert abs(W.std() / std - 1) < 0.02, f"{scheme}: wrong standard deviation"
+    same = (
+        weight_init(5, 4, "he", np.random.default_rng(7)),
+        weight_init(5, 4, "he", np.random.default_rng(7)),
+    )
+    assert np.array_equal(*same), "the same generator state must give the same weights"
+
 
 # %% nbgrader={"grade": true, "grade_id": "weight_init", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 # Hidden check (2 points): shapes, and the statistics of large draws for each scheme (mean,
@@ -236,13 +221,14 @@ _ = widgets.interact(
 # the memory and faster; gradient checks use float64). Regularisation is
 # $\tfrac12 \lambda \sum_l \sum W_l^2$ over the weight matrices.
 #
-# Normalisation and dropout come in assignment 05: for now the constructor refuses them
+# Normalisation and dropout come in a later assignment: for now the constructor refuses them
 # with a clear error (that part is written for you).
 #
 # ### Exercise 2.1: `FullyConnectedNet`
 
 
 # %% nbgrader={"grade": false, "grade_id": "fully_connected_net_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
 class FullyConnectedNet:
     """{affine - relu} x (L - 1) - affine - softmax, with L = len(hidden_dims) + 1."""
 
@@ -260,12 +246,12 @@ class FullyConnectedNet:
     ):
         if normalization is not None:
             raise NotImplementedError(
-                f"normalization={normalization!r}: normalisation arrives in assignment 05; "
+                f"normalization={normalization!r}: normalisation comes later in the course; "
                 "use normalization=None"
             )
         if dropout_keep_ratio != 1:
             raise NotImplementedError(
-                f"dropout_keep_ratio={dropout_keep_ratio!r}: dropout arrives in assignment 05; "
+                f"dropout_keep_ratio={dropout_keep_ratio!r}: dropout comes later in the course; "
                 "use dropout_keep_ratio=1"
             )
         self.reg = reg
@@ -319,33 +305,40 @@ class FullyConnectedNet:
 # with three hidden layers of different widths.
 
 # %%
-net = FullyConnectedNet([50, 40], 64, 10, weight_scale=1e-3, seed=0)
-X_check = np.random.default_rng(1).standard_normal((30, 64))
-y_check = np.random.default_rng(2).integers(0, 10, 30)
-print(f"loss at initialisation {net.loss(X_check, y_check)[0]:.4f} (log 10 = {np.log(10):.4f})")
-print("dtype of the parameters:", {p.dtype for p in net.params.values()})
-for bad in ({"normalization": "batchnorm"}, {"dropout_keep_ratio": 0.5}):
-    try:
-        FullyConnectedNet([10], 64, 10, **bad)
-    except NotImplementedError as error:
-        print("refused:", error)
+with check_it("Exercise 2.1"):
+    net = FullyConnectedNet([50, 40], 64, 10, weight_scale=1e-3, seed=0)
+    X_check = np.random.default_rng(1).standard_normal((30, 64))
+    y_check = np.random.default_rng(2).integers(0, 10, 30)
+    print(f"loss at initialisation {net.loss(X_check, y_check)[0]:.4f} (log 10 = {np.log(10):.4f})")
+    print("dtype of the parameters:", {p.dtype for p in net.params.values()})
+    for bad in ({"normalization": "batchnorm"}, {"dropout_keep_ratio": 0.5}):
+        try:
+            FullyConnectedNet([10], 64, 10, **bad)
+        except NotImplementedError as error:
+            print("refused:", error)
 
-X_small, y_small = np.random.default_rng(3).standard_normal((6, 5)), np.array([0, 1, 2, 1, 0, 2])
-for reg in (0.0, 0.5):
-    small = FullyConnectedNet([4, 7, 6], 5, 3, reg=reg, weight_scale=0.5, dtype=np.float64, seed=4)
-    _, grads = small.loss(X_small, y_small)
-    worst = 0.0
-    for name in small.params:
+    X_small, y_small = (
+        np.random.default_rng(3).standard_normal((6, 5)),
+        np.array([0, 1, 2, 1, 0, 2]),
+    )
+    for reg in (0.0, 0.5):
+        small = FullyConnectedNet(
+            [4, 7, 6], 5, 3, reg=reg, weight_scale=0.5, dtype=np.float64, seed=4
+        )
+        _, grads = small.loss(X_small, y_small)
+        worst = 0.0
+        for name in small.params:
 
-        def f(v, name=name, net=small):
-            saved, net.params[name] = net.params[name], v
-            value = net.loss(X_small, y_small)[0]
-            net.params[name] = saved
-            return value
+            def f(v, name=name, net=small):
+                saved, net.params[name] = net.params[name], v
+                value = net.loss(X_small, y_small)[0]
+                net.params[name] = saved
+                return value
 
-        worst = max(worst, rel_error(grads[name], numerical_gradient(f, small.params[name].copy())))
-    print(f"reg = {reg}: worst relative error over {len(grads)} gradients {worst:.1e}")
-    assert worst < 1e-6
+            worst = max(worst, gradient_error(f, small.params[name].copy(), grads[name]))
+        print(f"reg = {reg}: worst relative error over {len(grads)} gradients {worst:.1e}")
+        assert worst < 1e-6, f"a gradient is wrong (reg = {reg})"
+
 
 # %% nbgrader={"grade": true, "grade_id": "fully_connected_net", "locked": true, "points": 4, "schema_version": 3, "solution": false}
 # Hidden check (4 points): parameter names, shapes and dtypes; initial statistics and the
@@ -363,15 +356,7 @@ check("fully_connected_net", globals())
 #
 # A network of six hidden layers on the digits, trained the same way twice: weights at the
 # default scale 0.01, and weights from He's rule (your `weight_init`), both with plain SGD
-# from 03:
-
-
-# %%
-def sgd(w, dw, config=None):
-    config = {} if config is None else config
-    config.setdefault("learning_rate", 1e-2)
-    return w - config["learning_rate"] * dw, config
-
+# (your `sgd` from 03, carried forward in part 0).
 
 # %%
 data = digits()
@@ -463,6 +448,7 @@ print(f"the largest distance those weights moved from 0.05: {np.abs(W1_twins - 0
 
 
 # %% nbgrader={"grade": false, "grade_id": "sgd_momentum_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
 def sgd_momentum(w, dw, config=None):
     """SGD with momentum. Returns (next_w, config)."""
     if config is None:
@@ -489,6 +475,7 @@ def sgd_momentum(w, dw, config=None):
 
 
 # %% nbgrader={"grade": false, "grade_id": "rmsprop_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
 def rmsprop(w, dw, config=None):
     """RMSProp. Returns (next_w, config)."""
     if config is None:
@@ -522,6 +509,7 @@ def rmsprop(w, dw, config=None):
 
 
 # %% nbgrader={"grade": false, "grade_id": "adam_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
 def adam(w, dw, config=None):
     """Adam. Returns (next_w, config)."""
     if config is None:
@@ -566,6 +554,7 @@ def adam(w, dw, config=None):
 
 
 # %% nbgrader={"grade": false, "grade_id": "adamw_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
 def adamw(w, dw, config=None):
     """AdamW. Returns (next_w, config)."""
     if config is None:
@@ -599,16 +588,27 @@ def adamw(w, dw, config=None):
 # $\eta \lambda_\text{wd} w = 10^{-5}$. Then the state each rule must keep.
 
 # %%
+# One check per rule: a rule not written yet does not hide the others.
 w, dw = np.array([1.0]), np.array([2.0])
-for rule, expected in ((sgd_momentum, 0.98), (rmsprop, 0.9), (adam, 0.999), (adamw, 0.99899)):
-    next_w, config = rule(w.copy(), dw, None)
-    print(f"{rule.__name__:>13}: next w {next_w[0]:.8f} (expect {expected})")
-    print(f"{'':>13}  config keys {sorted(config)}")
-    assert abs(next_w[0] - expected) < 1e-7
-assert adam(w, dw, None)[1]["t"] == 1, "t counts the steps taken"
-_, config = sgd_momentum(w, dw, None)
-_, config = sgd_momentum(w, dw, config)
-assert abs(config["velocity"][0] - (0.9 * -0.02 - 0.02)) < 1e-12, "the velocity carries over"
+first_steps = {
+    "Exercise 3.1": (sgd_momentum, 0.98),
+    "Exercise 3.2": (rmsprop, 0.9),
+    "Exercise 3.3": (adam, 0.999),
+    "Exercise 3.4": (adamw, 0.99899),
+}
+for exercise, (rule, expected) in first_steps.items():
+    with check_it(exercise):
+        next_w, config = rule(w.copy(), dw, None)
+        print(f"{rule.__name__:>13}: next w {next_w[0]:.8f} (expect {expected})")
+        print(f"{'':>13}  config keys {sorted(config)}")
+        assert abs(next_w[0] - expected) < 1e-7, f"{rule.__name__}'s first step is wrong"
+        if rule is adam:
+            assert config["t"] == 1, "t counts the steps taken"
+        if rule is sgd_momentum:
+            _, config = sgd_momentum(w.copy(), dw, config)
+            velocity = config["velocity"][0]
+            assert abs(velocity - (0.9 * -0.02 - 0.02)) < 1e-12, "the velocity carries over"
+
 
 # %% nbgrader={"grade": true, "grade_id": "sgd_momentum", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 # Hidden check (2 points): four consecutive steps from hidden states, with the defaults and
@@ -690,10 +690,10 @@ def explore_rules(log10_learning_rate=-1.0, momentum=0.9, beta1=0.9, beta2=0.999
     lr = 10.0**log10_learning_rate
     explored = {
         f"sgd, lr {lr:.3g}": trajectory(sgd, {"learning_rate": lr}),
-        f"momentum {momentum}": trajectory(
+        f"momentum {momentum:.2f}": trajectory(
             sgd_momentum, {"learning_rate": lr, "momentum": momentum}
         ),
-        f"adam, betas ({beta1}, {beta2})": trajectory(
+        f"adam, betas ({beta1:.2f}, {beta2:.4f})": trajectory(
             adam, {"learning_rate": lr, "beta1": beta1, "beta2": beta2}
         ),
     }
@@ -703,7 +703,14 @@ def explore_rules(log10_learning_rate=-1.0, momentum=0.9, beta1=0.9, beta2=0.999
 
 _ = widgets.interact(
     explore_rules,
-    log10_learning_rate=widgets.FloatSlider(value=-1.0, min=-3, max=0, step=0.1),
+    log10_learning_rate=widgets.FloatSlider(
+        value=-1.0,
+        min=-3,
+        max=0,
+        step=0.1,
+        description="log10(lr)",
+        style={"description_width": "initial"},
+    ),
     momentum=widgets.FloatSlider(value=0.9, min=0.0, max=0.99, step=0.01),
     beta1=widgets.FloatSlider(value=0.9, min=0.0, max=0.99, step=0.01),
     beta2=widgets.FloatSlider(value=0.999, min=0.9, max=0.9999, step=0.0001, readout_format=".4f"),

@@ -1,0 +1,137 @@
+"""Shared by the hidden checks: the inputs probes draw, and the grader-side measures
+(course.grader.model.Rule.measure).
+
+Each turns observations into a verdict in the grader's process: the kernel records raw
+values (results, arrays after a call, forward values at nudged inputs, sample moments),
+never a boolean or an error it computed itself.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from course.gradcheck import relative_errors
+
+STEP = 1e-5  # the step of course.grader.probe.nudged, unless a probe says otherwise
+
+# A centred difference carries an absolute rounding error of about eps * |f| / h, whatever
+# the size of the element: measured element by element, a gradient element that happens to
+# be near zero would make that noise look like a mistake (10 draws of inputs in 200 did for
+# affine_backward's self-check, measured by sweeping seeds: tests/test_inputs_sweep.py).
+# So elements below this fraction of the largest are measured against that fraction of
+# it; a wrong gradient is still off by far more.
+SCALE_FLOOR = 1e-3
+
+
+def rounding_aware_error(got, want) -> float:
+    """The largest element-by-element relative error, |x - y| / (|x| + |y|), where an
+    element pair smaller than SCALE_FLOOR times the largest pair is measured against that."""
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    if got.size == 0:
+        return 0.0
+    scale = np.abs(got) + np.abs(want)
+    finite = scale[np.isfinite(scale)]
+    floor = SCALE_FLOOR * float(finite.max()) if finite.size else 0.0
+    errors = relative_errors(got, want)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        floored = np.abs(got - want) / np.maximum(scale, floor)
+    errors = np.where(scale < floor, floored, errors)
+    return float(np.max(np.where(np.isnan(errors), np.inf, errors)))
+
+
+def gradient_observation(analytic, plus, minus) -> np.ndarray:
+    """(3, K): a student's gradient and f at x + h and x - h, element by element; a
+    gradient of the wrong size becomes NaN (it then disagrees, in the grader)."""
+    plus, minus = np.ravel(plus), np.ravel(minus)
+    grad = np.asarray(analytic, dtype=np.float64).ravel()
+    if grad.size != plus.size:
+        grad = np.full(plus.size, np.nan)
+    return np.stack([grad, plus, minus])
+
+
+def stacked(*observations: np.ndarray) -> np.ndarray:
+    """Several gradient observations side by side (one measure for all)."""
+    return np.concatenate(observations, axis=1)
+
+
+def centred_error(h: float = STEP):
+    """measure: the relative error between a student's gradient and the centred
+    difference of their own forward values, (f(x+h) - f(x-h)) / 2h."""
+
+    def measure(got, want) -> float:
+        got = np.asarray(got, dtype=np.float64)
+        if got.ndim != 2 or got.shape[0] != 3:
+            return float("inf")
+        return rounding_aware_error(got[0], (got[1] - got[2]) / (2 * h))
+
+    return measure
+
+
+def against_reference(got, want) -> float:
+    """measure: relative error of a student's value against a trusted value the probe
+    computed in the reference run (Rule.uses names the student's observation)."""
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    if got.shape != want.shape:
+        return float("inf")
+    return rounding_aware_error(got, want)
+
+
+def seeded(got, want):
+    """measure: draws with one seed, the same seed again, another seed (stacked): the
+    same seed must give the same draws, another one different draws."""
+    first, again, other = np.asarray(got, dtype=np.float64)
+    if not np.array_equal(first, again):
+        return "the same seed does not give the same draws"
+    if np.array_equal(first, other):
+        return "another seed gives the same draws"
+    return True
+
+
+def away_from_zero(rng: np.random.Generator, shape=None, low: float = 0.5, high: float = 2.0):
+    """Entries of size `low` to `high` with random signs (a float when shape is None).
+
+    Away from zero so that a kink (ReLU at 0) is not hit by chance, and no tiny weight or
+    gradient makes a relative error of rounding (or of where epsilon sits) look like a
+    mistake; the probe chooses `low` for what it checks.
+    """
+    magnitude = rng.uniform(low, high, shape)
+    signs = rng.choice([-1.0, 1.0], shape)
+    return float(magnitude * signs) if shape is None else magnitude * signs
+
+
+KINK_GAP = 1e-3  # 30 to 100 times what a nudge of STEP moves a margin or pre-activation
+
+
+def clear_of_kinks(draw, distance, gap: float = KINK_GAP, tries: int = 1000):
+    """What draw() returns, drawn again while distance(drawn) < gap.
+
+    A centred difference across a kink (a hinge's margin at 0, ReLU at 0) measures neither
+    side's slope, so a right gradient would fail its self-check: 2 or 3 draws in 1000 of the
+    SVM and network checks did, measured by sweeping seeds. distance: how close the drawn
+    inputs put any margin or pre-activation to its kink (trusted NumPy, not student code).
+    """
+    for _ in range(tries):
+        drawn = draw()
+        if distance(drawn) >= gap:
+            return drawn
+    raise RuntimeError(f"no inputs clear of kinks in {tries} draws")
+
+
+def hinge_distance(W, X, y) -> float:
+    """How close a multiclass SVM margin, s_j - s_y + 1 for j != y, comes to 0."""
+    scores = X @ W
+    margins = scores - scores[np.arange(len(y)), y][:, None] + 1.0
+    margins[np.arange(len(y)), y] = np.inf
+    return float(np.min(np.abs(margins)))
+
+
+def relu_distance(params: dict, X) -> float:
+    """How close any hidden pre-activation of a ReLU network (W1, b1, ..., WL, bL) comes
+    to 0."""
+    layers = len(params) // 2
+    closest, h = np.inf, np.asarray(X, dtype=np.float64).reshape(len(X), -1)
+    for layer in range(1, layers):
+        pre = h @ params[f"W{layer}"] + params[f"b{layer}"]
+        closest = min(closest, float(np.min(np.abs(pre))))
+        h = np.maximum(pre, 0)
+    return closest

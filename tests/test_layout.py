@@ -1,0 +1,109 @@
+"""The package's layout holds: imports go one way, and assignments declare themselves once.
+
+Layers, from the bottom: what learners import in notebooks; the grader core and the
+checks; the nbgrader integration; the class pipeline and authoring; the commands. A module
+imports only from its own layer or below, so a learner-facing module never pulls in the
+grader, and the probe (the one grading module a student's kernel runs) imports nothing
+that only the judge needs.
+"""
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from course.checks import assignments
+
+REPO = Path(__file__).resolve().parent.parent  # this checkout, whatever $COURSE_ROOT says
+PACKAGE = REPO / "course"
+
+LAYERS = [
+    # 0: learners import these in notebooks (and `paths`, where the course is).
+    {"course", "course.gradcheck", "course.data", "course.plots", "course.training",
+     "course.mlp", "course.deepnet", "course.notebook", "course.paths", "course.carry"},
+    # 1: the grader core and the hidden checks.
+    {"course.grading", "course.grader", "course.grader.model", "course.grader.probe",
+     "course.grader.cells", "course.grader.sources",
+     "course.grader.judge", "course.grader.references", "course.grader.figures",
+     "course.checks", "course.checks.*"},
+    # 2: nbgrader integration.
+    {"course.grader.nbgrader_ext", "course.grader.sandbox", "course.grader.kernel_client",
+     "course.grader.inputs"},
+    # 3: the class pipeline and authoring.
+    {"course.grader.autograde", "course.grader.parallel", "course.grader.recording",
+     "course.authoring", "course.authoring.*"},
+    # 4: the commands.
+    {"course.cli", "course.selfcheck", "course.workspace"},
+]  # fmt: skip
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def layer_of(name: str) -> int:
+    for index, layer in enumerate(LAYERS):
+        if name in layer or any(
+            pattern.endswith(".*") and name.startswith(pattern[:-1]) for pattern in layer
+        ):
+            return index
+    raise AssertionError(f"{name} is in no layer: add it to LAYERS in {__file__}")
+
+
+def course_imports(path: Path) -> set[str]:
+    """Every module of `course` that a file imports, at the top or inside a function."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            # `from course.grader import judge` imports the module course.grader.judge.
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return {name for name in found if name.split(".")[0] == "course" and is_module(name)}
+
+
+def is_module(name: str) -> bool:
+    relative = Path(*name.split(".")[1:])
+    return (PACKAGE / relative).with_suffix(".py").exists() or (PACKAGE / relative).is_dir()
+
+
+MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: module_name(p))
+def test_imports_go_down_the_layers(path):
+    name = module_name(path)
+    upward = sorted(i for i in course_imports(path) if layer_of(i) > layer_of(name))
+    assert not upward, f"{name} (layer {layer_of(name)}) imports from above it: {upward}"
+
+
+def test_the_probe_imports_nothing_the_judge_needs():
+    imported = course_imports(PACKAGE / "grader" / "probe.py")
+    assert imported <= {"course.grader", "course.grader.model"}, imported
+
+
+def test_an_upward_import_inside_a_function_is_caught(tmp_path):
+    learner = tmp_path / "plots.py"
+    learner.write_text("def draw():\n    from course.grader import judge\n")
+    imported = course_imports(learner)
+    assert "course.grader.judge" in imported
+    assert any(layer_of(name) > layer_of("course.plots") for name in imported)
+
+
+def test_the_readme_table_is_the_declared_assignments():
+    readme = (REPO / "README.md").read_text()
+    rows = re.findall(r"^\| (\d\d [^|]+?) \| (.+?) \| (.+?) \|$", readme, flags=re.M)
+    declared = [(a.title, a.builds, a.leak) for a in assignments().values()]
+    assert rows == declared, "README's assignment table differs from the checks' ASSIGNMENT"
+
+
+def test_every_assignment_has_its_three_files():
+    root = REPO
+    for assignment in assignments().values():
+        name = assignment.notebook
+        assert (root / "source" / assignment.id / f"{name}.pct.py").exists()
+        assert (PACKAGE / "checks" / f"{name}.py").exists()
+        assert (root / "tests" / f"variants_{name}.py").exists()
