@@ -626,7 +626,7 @@ SOFTMAX_BY_HAND_NAMES = ("log_probs", "log_sum", "sum", "exp", "shifted", "S")
 
 
 def probe_softmax_by_hand(student, rng, out):
-    # Sizes from the seed: dlog_sum is 1/N in every row, a number known once N is.
+    # Sizes from the seed (dlog_sum is 1/N in every row: its key requires the loss).
     N, C = int(rng.integers(6, 30)), int(rng.integers(3, 9))
     cases = {
         "ordinary scores": 2.0 * rng.standard_normal((N, C)),
@@ -640,7 +640,10 @@ def probe_softmax_by_hand(student, rng, out):
             # dmax raw: the grader measures its size (zero in exact arithmetic).
             return [loss, *_grads_of(grads, (*SOFTMAX_BY_HAND_NAMES, "max"))]
 
-        keys = [f"loss:{label}"] + [f"grad:d{n}, {label}" for n in SOFTMAX_BY_HAND_NAMES]
+        keys = [f"loss:{label}"] + [
+            f"logsum:{label}" if n == "log_sum" else f"grad:d{n}, {label}"
+            for n in SOFTMAX_BY_HAND_NAMES
+        ]
         out.record([*keys, f"shift:{label}"], compute)
 
 
@@ -673,6 +676,13 @@ register(
                 "dlog_probs); dsum = dlog_sum / sum; dexp = dsum broadcast over the row; "
                 "dshifted = dlog_probs + exp * dsum, which collapses to (p - one_hot(y)) / N; "
                 "dS = dshifted (the max's path adds nothing).",
+            ),
+            # 1/N in every row, known once N is: credited only with the loss.
+            "logsum": Rule(
+                "gradient dlog_sum at",
+                rtol=1e-8,
+                hint="dlog_sum = -(row sums of dlog_probs), shaped (N, 1).",
+                requires="loss",
             ),
             "shift": Rule(
                 "largest |gradient| of the row maximum (dmax), at",
