@@ -674,3 +674,20 @@ CONVENTIONS = [
         "Glorot and Bengio",
     ),
 ]
+
+# Square weights: a hand-written backward that transposes W only when the shapes disagree
+# (right for every non-square layer); the probe's square hidden layers catch it.
+MUTANTS.append(
+    Mutant(
+        "net in plain NumPy: dz @ W, transposed only when W is not square",
+        NET,
+        (
+            (
+                "dz = (dz @ W.T) * (pre[i - 2] > 0)",
+                "dz = (dz @ (W if W.shape[0] == W.shape[1] else W.T)) * (pre[i - 2] > 0)",
+            ),
+        ),
+        frozenset({"fully_connected_net"}),
+        code=NET_LIST_OF_LAYERS,
+    )
+)
