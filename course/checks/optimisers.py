@@ -417,8 +417,17 @@ CONVENTIONS = {
 def rule_rules(hint: str, given: dict, state: dict, convention: str = "") -> dict[str, Rule]:
     # 1e-6: tolerates where epsilon sits (inside or outside the square root; the API
     # leaves it open for rmsprop), and catches every real mistake (off by 1e-3 or more).
+    eps = (
+        " Read epsilon from config: with epsilon 1 and gradients near 1e-7, a hard-coded "
+        "epsilon takes steps far too large, and without one a dead unit (zero gradients) "
+        "is 0 / 0."
+        if "epsilon" in given
+        else ""
+    )
     return {
-        "w": Rule(f"weights after {STEPS} steps,", rtol=1e-6, weight=2, hint=hint + convention),
+        "w": Rule(
+            f"weights after {STEPS} steps,", rtol=1e-6, weight=2, hint=hint + convention + eps
+        ),
         "state": Rule(
             f"config's {', '.join(sorted(state))} after {STEPS} steps,",
             rtol=1e-6,
