@@ -621,6 +621,8 @@ class GradeCell:
 FIRST_NAME = {
     "eval_numerical_gradient": "eval_numerical_gradient",
     "eval_numerical_gradient_array": "eval_numerical_gradient_array",
+    "by_hand_gradients": "backprop_by_hand",
+    "softmax_by_hand": "softmax_ce_by_hand",
 }
 
 

@@ -9,6 +9,7 @@ real `nbgrader autograde`, and both ways must give the same scores.
 
 import functools
 import importlib
+import json
 
 import nbformat
 import pytest
@@ -57,6 +58,42 @@ def answers_of(module, variant) -> dict[str, str]:
 def in_process(module, variant, inputs=None) -> dict[str, float]:
     nb = source_notebook(module.ASSIGNMENT, module.NOTEBOOK)
     return judge_in_process(nb, answers_of(module, variant), inputs)
+
+
+def reports_in_process(module, variant) -> dict[str, tuple[float, str]]:
+    """{grade id: (points, report)}, judged as `in_process` does, with the report's words."""
+    from course.authoring.build import solution_namespace
+    from course.grader.judge import verdict
+    from course.grader.model import encode, get_check
+    from course.grader.probe import probe
+
+    nb = source_notebook(module.ASSIGNMENT, module.NOTEBOOK)
+    namespace = solution_namespace(nb, "variant", answers_of(module, variant))
+    found = {}
+    for name in max_scores(module):
+        outputs = probe(get_check(name), namespace)
+        payload = {"check": name, "outputs": {k: encode(v) for k, v in outputs.items()}}
+        found[name] = verdict(name, json.loads(json.dumps(payload)))
+    return found
+
+
+def conventions():
+    for module in MODULES:
+        for variant in getattr(module, "CONVENTIONS", []):
+            yield pytest.param(
+                module, variant, id=f"{module.ASSIGNMENT} convention: {variant.name}"
+            )
+
+
+@pytest.mark.parametrize(("module", "variant"), list(conventions()))
+def test_another_convention_loses_points_and_is_named(module, variant):
+    full, judged = max_scores(module), reports_in_process(module, variant)
+    for cell in variant.loses:
+        points, words = judged[cell]
+        assert points < full[cell], f"{cell}: code in another convention kept full marks"
+        assert variant.names.lower() in words.lower(), (
+            f"{cell}: the report does not name it:\n{words}"
+        )
 
 
 def params():

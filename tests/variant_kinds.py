@@ -25,3 +25,16 @@ class Alternate:
 
 def m(name, cell, loses, *edits):
     return Mutant(name, cell, tuple(edits), frozenset(loses))
+
+
+@dataclass(frozen=True)
+class Convention:
+    """Code in a well-known convention other than the course's (PyTorch's momentum, the
+    AdamW paper's decay, Glorot's fans): it must lose points in the grade cells `loses`,
+    since the course's convention is the API, and each of those cells' report must name
+    it (`names`, case-insensitive) rather than misdiagnose it."""
+
+    name: str
+    answers: dict  # {grade id of a solution cell: full code}
+    loses: frozenset[str]
+    names: str

@@ -88,13 +88,37 @@ MUTANTS = [
     m(
         "naive sigmoid overflows far left",
         "value_functions_solution",
-        set(),
-        # Correct on the checks' moderate inputs: kept to prove the harness notices that a
-        # mutant survives (test_mutants asserts survivors are exactly the expected ones).
+        {"value_functions"},
+        # math.exp(800) raises OverflowError: the probe meets sigmoid at -800.
         (
             "    if self.data >= 0:\n        s = 1.0 / (1.0 + math.exp(-self.data))\n    else:\n"
             "        z = math.exp(self.data)\n        s = z / (1.0 + z)",
             "    s = 1.0 / (1.0 + math.exp(-self.data))",
+        ),
+    ),
+    m(
+        "tanh through exp(2x) overflows far right",
+        "value_functions_solution",
+        {"value_functions"},
+        (
+            'out = Value(math.tanh(self.data), (self,), "tanh")',
+            'e = math.exp(2 * self.data)\n    out = Value((e - 1) / (e + 1), (self,), "tanh")',
+        ),
+    ),
+    m(
+        "sigmoid through numpy's exp, nan far left",
+        "value_functions_solution",
+        {"value_functions"},
+        # np.exp(800) is inf with a warning: 1 / (1 + inf) is 0.0, but the derivative
+        # written as exp(-x) / (1 + exp(-x))**2 is inf / inf = nan.
+        (
+            "    if self.data >= 0:\n        s = 1.0 / (1.0 + math.exp(-self.data))\n    else:\n"
+            "        z = math.exp(self.data)\n        s = z / (1.0 + z)",
+            "    s = float(1.0 / (1.0 + np.exp(-self.data)))",
+        ),
+        (
+            "self.grad += s * (1.0 - s) * out.grad",
+            "e = np.exp(-self.data)\n        self.grad += float(e / (1.0 + e) ** 2) * out.grad",
         ),
     ),
     # Value: backward
@@ -173,7 +197,37 @@ MUTANTS = [
         {"eval_numerical_gradient"},
         ("    return grad", "    return grad.ravel()"),
     ),
+    m(
+        "nudges x.ravel(), a copy when x is not contiguous",
+        "eval_numerical_gradient_solution",
+        {"eval_numerical_gradient"},
+        (
+            "    for ix in np.ndindex(x.shape):\n        old = x[ix]\n        x[ix] = old + h\n"
+            "        f_plus = f(x)\n        x[ix] = old - h\n        f_minus = f(x)\n"
+            "        x[ix] = old\n        grad[ix] = (f_plus - f_minus) / (2 * h)",
+            "    flat, g = x.ravel(), grad.ravel()\n    for i in range(flat.size):\n"
+            "        old = flat[i]\n        flat[i] = old + h\n        f_plus = f(x)\n"
+            "        flat[i] = old - h\n        f_minus = f(x)\n        flat[i] = old\n"
+            "        g[i] = (f_plus - f_minus) / (2 * h)",
+        ),
+    ),
     # eval_numerical_gradient_array
+    m(
+        "array version nudges x.ravel(), a copy when x is not contiguous",
+        "eval_numerical_gradient_array_solution",
+        {"eval_numerical_gradient_array"},
+        (
+            "    for ix in np.ndindex(x.shape):\n        old = x[ix]\n        x[ix] = old + h\n"
+            "        f_plus = np.array(f(x), copy=True)\n        x[ix] = old - h\n"
+            "        f_minus = np.array(f(x), copy=True)\n        x[ix] = old\n"
+            "        grad[ix] =",
+            "    flat, g = x.ravel(), grad.ravel()\n    for i in range(flat.size):\n"
+            "        old = flat[i]\n        flat[i] = old + h\n"
+            "        f_plus = np.array(f(x), copy=True)\n        flat[i] = old - h\n"
+            "        f_minus = np.array(f(x), copy=True)\n        flat[i] = old\n"
+            "        g[i] =",
+        ),
+    ),
     m(
         "ignores the upstream gradient",
         "eval_numerical_gradient_array_solution",
@@ -234,7 +288,7 @@ MUTANTS.append(
 )
 
 # Mutants that the checks, by design, do not catch (see each one's comment).
-EXPECTED_SURVIVORS = {"naive sigmoid overflows far left"}
+EXPECTED_SURVIVORS: set[str] = set()
 
 
 ITERATIVE_BACKWARD = """\
@@ -444,10 +498,39 @@ def eval_numerical_gradient(f, x, h=1e-5):
     return grad
 '''
 
-COPY_GRADIENT = '''\
+# np.array(x, copy=True) keeps x's memory order (order="K"): for x = W.T the copy is
+# Fortran-ordered, its reshape(-1) is another copy, and nudging it changes nothing.
+COPY_GRADIENT_KEEPING_ORDER = '''\
 def eval_numerical_gradient(f, x, h=1e-5):
     """Never touches x: nudges a private copy, through a flat view of it."""
     work = np.array(x, dtype=float, copy=True)
+    flat = work.reshape(-1)
+    grad = np.empty(work.size)
+    for i in range(work.size):
+        keep = flat[i]
+        flat[i] = keep + h
+        up = float(f(work))
+        flat[i] = keep - h
+        down = float(f(work))
+        flat[i] = keep
+        grad[i] = (up - down) / (2 * h)
+    return grad.reshape(x.shape)
+'''
+
+MUTANTS.append(
+    Mutant(
+        "a private copy in x's memory order, nudged through reshape(-1)",
+        "eval_numerical_gradient_solution",
+        (),
+        frozenset({"eval_numerical_gradient"}),
+        code=COPY_GRADIENT_KEEPING_ORDER,
+    )
+)
+
+COPY_GRADIENT = '''\
+def eval_numerical_gradient(f, x, h=1e-5):
+    """Never touches x: nudges a private C-ordered copy, through a flat view of it."""
+    work = np.array(x, dtype=float, order="C", copy=True)
     flat = work.reshape(-1)
     grad = np.empty(work.size)
     for i in range(work.size):
@@ -527,3 +610,152 @@ GRADED_FUNCTIONS = {
     "eval_numerical_gradient": {"eval_numerical_gradient_solution"},
     "eval_numerical_gradient_array": {"eval_numerical_gradient_array_solution"},
 }
+
+# ------------------------------------------------------------------- by hand
+BY_HAND, SOFTMAX_BY_HAND = "backprop_by_hand", "softmax_ce_by_hand_solution"
+
+MUTANTS += [
+    m(
+        "by hand: dW2 as ds.T @ h, transposed back only when the shapes disagree",
+        BY_HAND,
+        {"by_hand_gradients"},
+        ("dW2 = h.T @ ds", "dW2 = ds.T @ h\n    if dW2.shape != W2.shape:\n        dW2 = dW2.T"),
+    ),
+    m(
+        "by hand: tanh derivative 1 - z**2",
+        BY_HAND,
+        {"by_hand_gradients"},
+        ("dz = (1 - h**2) * dh", "dz = (1 - z**2) * dh"),
+    ),
+    m(
+        "by hand: ds not divided by N",
+        BY_HAND,
+        {"by_hand_gradients"},
+        ("ds = (s - Y) / N", "ds = s - Y"),
+    ),
+    m(
+        "by hand: db1 is dz's mean",
+        BY_HAND,
+        {"by_hand_gradients"},
+        ("db1 = dz.sum(axis=0)", "db1 = dz.mean(axis=0)"),
+    ),
+    m(
+        "softmax by hand: log_sum's gradient with the wrong sign",
+        SOFTMAX_BY_HAND,
+        {"softmax_by_hand"},
+        (
+            "dlog_sum = -dlog_probs.sum(axis=1, keepdims=True)",
+            "dlog_sum = dlog_probs.sum(axis=1, keepdims=True)",
+        ),
+    ),
+    m(
+        "softmax by hand: shifted's direct path forgotten",
+        SOFTMAX_BY_HAND,
+        {"softmax_by_hand"},
+        ("dshifted = dlog_probs + e * dexp", "dshifted = e * dexp"),
+    ),
+    m(
+        "softmax by hand: no shift (overflows near 1e3)",
+        SOFTMAX_BY_HAND,
+        {"softmax_by_hand"},
+        ("m = S.max(axis=1, keepdims=True)", "m = np.zeros((S.shape[0], 1))"),
+    ),
+    m(
+        "softmax by hand: the max's gradient taken as dS's row sums",
+        SOFTMAX_BY_HAND,
+        {"softmax_by_hand"},
+        (
+            "dmax = -dshifted.sum(axis=1, keepdims=True)",
+            "dmax = -np.abs(dshifted).sum(axis=1, keepdims=True)",
+        ),
+    ),
+]
+
+BY_HAND_SEQUENTIAL = '''\
+def backprop_by_hand(X, W1, b1, W2, b2, Y):
+    """np.dot and einsum, the gradients filled in as they come."""
+    N = len(X)
+    h = np.tanh(np.dot(X, W1) + b1)
+    s = np.dot(h, W2) + b2
+    grads = {"s": (s - Y) / N}
+    grads["W2"] = np.einsum("nh,nm->hm", h, grads["s"])
+    grads["b2"] = np.einsum("nm->m", grads["s"])
+    grads["h"] = np.dot(grads["s"], W2.T)
+    grads["z"] = grads["h"] * (1.0 - h * h)
+    grads["W1"] = np.dot(X.T, grads["z"])
+    grads["b1"] = grads["z"].sum(0)
+    grads["X"] = np.dot(grads["z"], W1.T)
+    return 0.5 * np.sum(np.square(s - Y)) / N, grads
+'''
+
+BY_HAND_COSH = '''\
+def backprop_by_hand(X, W1, b1, W2, b2, Y):
+    """tanh's derivative as 1 / cosh(z)**2, and the loss as a mean over rows."""
+    z = X @ W1 + b1
+    h = np.tanh(z)
+    s = h @ W2 + b2
+    r = s - Y
+    ds = r / X.shape[0]
+    dh = ds @ W2.T
+    dz = dh / np.cosh(z) ** 2
+    return 0.5 * np.mean(np.sum(r * r, axis=1)), {
+        "s": ds, "h": dh, "z": dz, "W2": h.T @ ds, "b2": ds.sum(0),
+        "W1": X.T @ dz, "b1": dz.sum(0), "X": dz @ W1.T,
+    }
+'''
+
+SOFTMAX_BY_HAND_DIRECT = '''\
+def softmax_ce_by_hand(S, y):
+    """Every gradient written from p directly; the max's path left out (it is zero)."""
+    N, C = S.shape
+    rows = np.arange(N)
+    m = np.max(S, axis=1, keepdims=True)
+    e = np.exp(S - m)
+    total = np.sum(e, axis=1, keepdims=True)
+    p = e / total
+    one_hot = np.zeros((N, C))
+    one_hot[rows, y] = 1.0
+    log_probs = S - m - np.log(total)
+    dS = (p - one_hot) / N
+    return -np.mean(log_probs[rows, y]), {
+        "log_probs": -one_hot / N,
+        "log_sum": np.full((N, 1), 1.0 / N),
+        "sum": 1.0 / (N * total),
+        "exp": np.repeat(1.0 / (N * total), C, axis=1),
+        "shifted": dS,
+        "max": -dS.sum(axis=1, keepdims=True),
+        "S": dS,
+    }
+'''
+
+SOFTMAX_BY_HAND_LOGADDEXP = '''\
+def softmax_ce_by_hand(S, y):
+    """log_sum through np.logaddexp.reduce; gradients by the chain rule, step by step."""
+    N = len(S)
+    m = S.max(axis=1, keepdims=True)
+    shifted = S - m
+    log_sum = np.logaddexp.reduce(shifted, axis=1, keepdims=True)
+    total = np.exp(log_sum)
+    e = np.exp(shifted)
+    log_probs = shifted - log_sum
+    d_lp = np.zeros(S.shape)
+    np.put_along_axis(d_lp, y[:, None], -1.0 / N, axis=1)
+    d_ls = -np.sum(d_lp, axis=1, keepdims=True)
+    d_sum = d_ls / total
+    d_exp = d_sum * np.ones_like(S)
+    d_sh = d_lp + d_exp * e
+    d_m = -np.sum(d_sh, axis=1, keepdims=True)
+    loss = -np.take_along_axis(log_probs, y[:, None], axis=1).mean()
+    return loss, {"log_probs": d_lp, "log_sum": d_ls, "sum": d_sum, "exp": d_exp,
+                  "shifted": d_sh, "max": d_m, "S": d_sh}
+'''
+
+ALTERNATES += [
+    Alternate("by hand with np.dot and einsum", {BY_HAND: BY_HAND_SEQUENTIAL}),
+    Alternate("by hand with cosh", {BY_HAND: BY_HAND_COSH}),
+    Alternate("softmax by hand from p directly", {SOFTMAX_BY_HAND: SOFTMAX_BY_HAND_DIRECT}),
+    Alternate("softmax by hand with logaddexp", {SOFTMAX_BY_HAND: SOFTMAX_BY_HAND_LOGADDEXP}),
+]
+
+GRADED_FUNCTIONS["backprop_by_hand"] = {BY_HAND}
+GRADED_FUNCTIONS["softmax_ce_by_hand"] = {SOFTMAX_BY_HAND}

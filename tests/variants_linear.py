@@ -65,13 +65,13 @@ MUTANTS = [
     m(
         "softmax: no max shift (overflows at large scores)",
         SOFT_NAIVE,
-        {"softmax_loss_naive"},
+        {"softmax_numerics"},
         ("shifted = scores - np.max(scores)", "shifted = scores"),
     ),
     m(
         "softmax: log of a probability (underflows at large scores)",
         SOFT_NAIVE,
-        {"softmax_loss_naive"},
+        {"softmax_numerics"},
         (
             "log_probs = shifted - log_norm",
             "log_probs = np.log(np.exp(shifted) / np.sum(np.exp(shifted)))",
@@ -93,13 +93,13 @@ MUTANTS = [
     m(
         "softmax vectorised: one maximum for the whole batch",
         SOFT_VEC,
-        {"softmax_loss_vectorized"},
+        {"softmax_numerics"},
         ("scores.max(axis=1, keepdims=True)", "scores.max()"),
     ),
     m(
         "softmax vectorised: log of a probability",
         SOFT_VEC,
-        {"softmax_loss_vectorized"},
+        {"softmax_numerics"},
         (
             "log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))",
             "log_probs = np.log(np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True))",
@@ -116,6 +116,46 @@ MUTANTS = [
         SOFT_VEC,
         {"softmax_loss_vectorized"},
         ("-log_probs[rows, y].mean()", "-log_probs[rows, y].sum()"),
+    ),
+    m(
+        "softmax vectorised: textbook softmax, no shift at all",
+        SOFT_VEC,
+        {"softmax_numerics"},
+        ("shifted = scores - scores.max(axis=1, keepdims=True)", "shifted = scores"),
+    ),
+    m(
+        "softmax vectorised: -log(p + 1e-12)",
+        SOFT_VEC,
+        {"softmax_numerics"},
+        (
+            "loss = -log_probs[rows, y].mean() + reg * np.sum(W * W)",
+            "probs = np.exp(shifted) / np.exp(shifted).sum(axis=1, keepdims=True)\n"
+            "    loss = -np.log(probs[rows, y] + 1e-12).mean() + reg * np.sum(W * W)",
+        ),
+    ),
+    m(
+        "softmax: -log(p + 1e-12)",
+        SOFT_NAIVE,
+        {"softmax_numerics"},
+        (
+            "        loss -= log_probs[y[i]]",
+            "        loss -= np.log(np.exp(log_probs[y[i]]) + 1e-12)",
+        ),
+    ),
+    m(
+        "softmax: loss not averaged",
+        SOFT_NAIVE,
+        {"softmax_loss_naive"},
+        ("loss = loss / num_train + reg", "loss = loss + reg"),
+    ),
+    m(
+        "softmax vectorised: regulariser counted twice in the gradient",
+        SOFT_VEC,
+        {"softmax_loss_vectorized"},
+        (
+            "dW = X.T @ dscores / num_train + 2 * reg * W",
+            "dW = X.T @ dscores / num_train + 4 * reg * W",
+        ),
     ),
 ]
 

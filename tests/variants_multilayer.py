@@ -177,6 +177,37 @@ MUTANTS = [
         {"sgd", "two_layer_training"},
         ('config.setdefault("learning_rate", 1e-2)', 'config["learning_rate"] = 1e-2'),
     ),
+    m(
+        "net: W2 at a fixed 1e-3",
+        NET,
+        {"two_layer_net"},
+        ('"W2": weight_scale * np.random.randn', '"W2": 1e-3 * np.random.randn'),
+    ),
+    m(
+        "net: W2 at weight_scale**2",
+        NET,
+        {"two_layer_net"},
+        ('"W2": weight_scale * np.random.randn', '"W2": weight_scale**2 * np.random.randn'),
+    ),
+    m(
+        "affine: dw as dout.T @ x, transposed back only when the shapes disagree",
+        AFFINE_B,
+        {"affine_backward"},
+        (
+            "dw = x.reshape(x.shape[0], -1).T @ dout",
+            "dw = dout.T @ x.reshape(x.shape[0], -1)\n    if dw.shape != w.shape:\n"
+            "        dw = dw.T",
+        ),
+    ),
+    m(
+        "affine: dx as dout @ w when w is square",
+        AFFINE_B,
+        {"affine_backward"},
+        (
+            "dx = (dout @ w.T).reshape(x.shape)",
+            "dx = (dout @ (w if w.shape[0] == w.shape[1] else w.T)).reshape(x.shape)",
+        ),
+    ),
 ]
 
 EXPECTED_SURVIVORS: set[str] = set()

@@ -1,6 +1,6 @@
 """Student variants of assignment 04 for the mutation harness (see tests/variant_kinds.py)."""
 
-from tests.variant_kinds import Alternate, m
+from tests.variant_kinds import Alternate, Convention, Mutant, m
 
 ASSIGNMENT, NOTEBOOK = "04_optimisers", "optimisers"
 
@@ -207,6 +207,134 @@ MUTANTS = [
     ),
 ]
 
+
+# Update rules as public CS231n solutions write them (w += ...; next_w = w): the caller's
+# weights move behind its back. The config's own state may change in place; w and dw not.
+MOMENTUM_W_IN_PLACE = """\
+def sgd_momentum(w, dw, config=None):
+    if config is None:
+        config = {}
+    config.setdefault("learning_rate", 1e-2)
+    config.setdefault("momentum", 0.9)
+    v = config.get("velocity", np.zeros_like(w))
+    v = config["momentum"] * v - config["learning_rate"] * dw
+    w += v
+    next_w = w
+    config["velocity"] = v
+    return next_w, config
+"""
+
+RMSPROP_W_IN_PLACE = """\
+def rmsprop(w, dw, config=None):
+    if config is None:
+        config = {}
+    config.setdefault("learning_rate", 1e-2)
+    config.setdefault("decay_rate", 0.99)
+    config.setdefault("epsilon", 1e-8)
+    config.setdefault("cache", np.zeros_like(w))
+    config["cache"] = config["decay_rate"] * config["cache"] + (1 - config["decay_rate"]) * dw**2
+    w -= config["learning_rate"] * dw / (np.sqrt(config["cache"]) + config["epsilon"])
+    next_w = w
+    return next_w, config
+"""
+
+RMSPROP_DW_IN_PLACE = """\
+def rmsprop(w, dw, config=None):
+    if config is None:
+        config = {}
+    config.setdefault("learning_rate", 1e-2)
+    config.setdefault("decay_rate", 0.99)
+    config.setdefault("epsilon", 1e-8)
+    config.setdefault("cache", np.zeros_like(w))
+    config["cache"] = config["decay_rate"] * config["cache"] + (1 - config["decay_rate"]) * dw**2
+    dw /= np.sqrt(config["cache"]) + config["epsilon"]
+    return w - config["learning_rate"] * dw, config
+"""
+
+ADAM_W_IN_PLACE = """\
+def adam(w, dw, config=None):
+    if config is None:
+        config = {}
+    config.setdefault("learning_rate", 1e-3)
+    config.setdefault("beta1", 0.9)
+    config.setdefault("beta2", 0.999)
+    config.setdefault("epsilon", 1e-8)
+    config.setdefault("m", np.zeros_like(w))
+    config.setdefault("v", np.zeros_like(w))
+    config.setdefault("t", 0)
+    config["t"] += 1
+    config["m"] = config["beta1"] * config["m"] + (1 - config["beta1"]) * dw
+    config["v"] = config["beta2"] * config["v"] + (1 - config["beta2"]) * dw**2
+    mt = config["m"] / (1 - config["beta1"] ** config["t"])
+    vt = config["v"] / (1 - config["beta2"] ** config["t"])
+    w -= config["learning_rate"] * mt / (np.sqrt(vt) + config["epsilon"])
+    next_w = w
+    return next_w, config
+"""
+
+ADAMW_W_IN_PLACE = """\
+def adamw(w, dw, config=None):
+    if config is None:
+        config = {}
+    config.setdefault("weight_decay", 1e-2)
+    w *= 1 - config.get("learning_rate", 1e-3) * config["weight_decay"]
+    return adam(w, dw, config)
+"""
+
+MUTANTS += [
+    Mutant(
+        "momentum: w += v in place",
+        MOMENTUM,
+        (),
+        frozenset({"sgd_momentum"}),
+        code=MOMENTUM_W_IN_PLACE,
+    ),
+    Mutant(
+        "rmsprop: w -= ... in place", RMSPROP, (), frozenset({"rmsprop"}), code=RMSPROP_W_IN_PLACE
+    ),
+    Mutant(
+        "rmsprop: dw /= ... in place", RMSPROP, (), frozenset({"rmsprop"}), code=RMSPROP_DW_IN_PLACE
+    ),
+    Mutant("adam: w -= ... in place", ADAM, (), frozenset({"adam"}), code=ADAM_W_IN_PLACE),
+    Mutant("adamw: w shrunk in place", ADAMW, (), frozenset({"adamw"}), code=ADAMW_W_IN_PLACE),
+    # epsilon: a missing one is 0 / 0 on a dead unit; a hard-coded one ignores config
+    m(
+        "rmsprop: no epsilon",
+        RMSPROP,
+        {"rmsprop"},
+        ('(np.sqrt(cache) + config["epsilon"])', "np.sqrt(cache)"),
+    ),
+    m(
+        "rmsprop: epsilon hard-coded, config's ignored",
+        RMSPROP,
+        {"rmsprop"},
+        ('(np.sqrt(cache) + config["epsilon"])', "(np.sqrt(cache) + 1e-8)"),
+    ),
+    m(
+        "adam: no epsilon",
+        ADAM,
+        {"adam"},
+        ('(np.sqrt(v_hat) + config["epsilon"])', "np.sqrt(v_hat)"),
+    ),
+    m(
+        "adam: epsilon hard-coded, config's ignored",
+        ADAM,
+        {"adam"},
+        ('(np.sqrt(v_hat) + config["epsilon"])', "(np.sqrt(v_hat) + 1e-8)"),
+    ),
+    # Per-layer statistics: one layer at the wrong scale
+    m(
+        "net: the last layer at a fixed scale",
+        NET,
+        {"fully_connected_net"},
+        (
+            '            self.params[f"W{layer}"] = (\n                weight_scale * rng',
+            "            scale = weight_scale if layer < self.num_layers else 1e-2\n"
+            '            self.params[f"W{layer}"] = (\n                scale * rng',
+        ),
+    ),
+]
+
 EXPECTED_SURVIVORS: set[str] = set()
 
 INIT_STANDARD_NORMAL = """\
@@ -327,8 +455,7 @@ def sgd_momentum(w, dw, config=None):
     v = config.setdefault("velocity", np.zeros_like(w))
     v *= config["momentum"]
     v -= config["learning_rate"] * dw
-    w += v
-    return w, config
+    return w + v, config
 """
 
 MOMENTUM_DICT = """\
@@ -364,8 +491,7 @@ def rmsprop(w, dw, config=None):
     cache = config.setdefault("cache", np.zeros_like(w))
     cache *= config["decay_rate"]
     cache += (1 - config["decay_rate"]) * dw * dw
-    w -= config["learning_rate"] * dw / (cache**0.5 + config["epsilon"])
-    return w, config
+    return w - config["learning_rate"] * dw / (cache**0.5 + config["epsilon"]), config
 """
 
 ADAM_KINGMA = '''\
@@ -405,8 +531,7 @@ def adam(w, dw, config=None):
     v += (1 - config["beta2"]) * dw**2
     m_hat = m / (1 - config["beta1"] ** config["t"])
     v_hat = v / (1 - config["beta2"] ** config["t"])
-    w -= config["learning_rate"] * m_hat / (np.sqrt(v_hat) + config["epsilon"])
-    return w, config
+    return w - config["learning_rate"] * m_hat / (np.sqrt(v_hat) + config["epsilon"]), config
 """
 
 ADAMW_VIA_ADAM = '''\
@@ -443,12 +568,12 @@ ALTERNATES = [
     Alternate("init with match", {INIT: INIT_MATCH}),
     Alternate("net in plain NumPy", {NET: NET_LIST_OF_LAYERS}),
     Alternate("net walking a tape of layers", {NET: NET_RECURSIVE}),
-    Alternate("momentum in place", {MOMENTUM: MOMENTUM_IN_PLACE}),
+    Alternate("momentum, velocity updated in place", {MOMENTUM: MOMENTUM_IN_PLACE}),
     Alternate("momentum with a defaults dict", {MOMENTUM: MOMENTUM_DICT}),
     Alternate("rmsprop with epsilon inside the root", {RMSPROP: RMSPROP_EPS_INSIDE}),
-    Alternate("rmsprop in place", {RMSPROP: RMSPROP_IN_PLACE}),
+    Alternate("rmsprop, cache updated in place", {RMSPROP: RMSPROP_IN_PLACE}),
     Alternate("adam in Kingma and Ba's form", {ADAM: ADAM_KINGMA}),
-    Alternate("adam in place", {ADAM: ADAM_IN_PLACE}),
+    Alternate("adam, m and v updated in place", {ADAM: ADAM_IN_PLACE}),
     Alternate("adamw through adam", {ADAMW: ADAMW_VIA_ADAM}),
     Alternate("adamw decaying first", {ADAMW: ADAMW_DECAY_FIRST}),
 ]
@@ -462,3 +587,107 @@ GRADED_FUNCTIONS = {
     "adam": {ADAM},
     "adamw": {ADAMW},
 }
+
+# Other well-known conventions: they lose points (the course's convention is the API), and
+# the feedback names them.
+MOMENTUM_PYTORCH = """\
+def sgd_momentum(w, dw, config=None):
+    \"\"\"PyTorch's convention: the velocity accumulates raw gradients.\"\"\"
+    if config is None:
+        config = {}
+    config.setdefault("learning_rate", 1e-2)
+    config.setdefault("momentum", 0.9)
+    v = config["momentum"] * config.get("velocity", np.zeros_like(w)) + dw
+    config["velocity"] = v
+    return w - config["learning_rate"] * v, config
+"""
+
+ADAMW_BODY = """\
+def adamw(w, dw, config=None):
+    if config is None:
+        config = {}
+    config.setdefault("weight_decay", 1e-2)
+    for key, value in (("learning_rate", 1e-3), ("beta1", 0.9), ("beta2", 0.999),
+                       ("epsilon", 1e-8), ("t", 0)):
+        config.setdefault(key, value)
+    config.setdefault("m", np.zeros_like(w))
+    config.setdefault("v", np.zeros_like(w))
+    config["t"] += 1
+    b1, b2, t = config["beta1"], config["beta2"], config["t"]
+    config["m"] = b1 * config["m"] + (1 - b1) * dw
+    config["v"] = b2 * config["v"] + (1 - b2) * dw**2
+    step = (config["m"] / (1 - b1**t)) / (np.sqrt(config["v"] / (1 - b2**t)) + config["epsilon"])
+"""
+
+ADAMW_PAPER = (
+    ADAMW_BODY
+    + """\
+    # Loshchilov and Hutter's Algorithm 2: eta_t (the schedule multiplier, 1 here) times
+    # (alpha * step + lambda * w): the decay is not multiplied by the learning rate.
+    return w - (config["learning_rate"] * step + config["weight_decay"] * w), config
+"""
+)
+
+ADAMW_DECAY_AFTER = (
+    ADAMW_BODY
+    + """\
+    stepped = w - config["learning_rate"] * step
+    return stepped - config["learning_rate"] * config["weight_decay"] * stepped, config
+"""
+)
+
+INIT_GLOROT = """\
+def weight_init(fan_in, fan_out, scheme, rng):
+    \"\"\"Glorot and Bengio's own Xavier: the fans averaged.\"\"\"
+    if scheme == "xavier":
+        std = np.sqrt(2.0 / (fan_in + fan_out))
+    elif scheme == "he":
+        std = np.sqrt(2.0 / fan_in)
+    else:
+        std = float(scheme)
+    return rng.normal(0.0, std, size=(fan_in, fan_out))
+"""
+
+CONVENTIONS = [
+    Convention(
+        "momentum in PyTorch's convention",
+        {MOMENTUM: MOMENTUM_PYTORCH},
+        frozenset({"sgd_momentum"}),
+        "PyTorch",
+    ),
+    Convention(
+        "AdamW as the paper writes it (decay times the schedule multiplier)",
+        {ADAMW: ADAMW_PAPER},
+        frozenset({"adamw"}),
+        "Loshchilov and Hutter",
+    ),
+    Convention(
+        "AdamW decaying the weights after Adam's step",
+        {ADAMW: ADAMW_DECAY_AFTER},
+        frozenset({"adamw"}),
+        "after Adam's step",
+    ),
+    Convention(
+        "Xavier as Glorot's 2 / (fan_in + fan_out)",
+        {INIT: INIT_GLOROT},
+        frozenset({"weight_init"}),
+        "Glorot and Bengio",
+    ),
+]
+
+# Square weights: a hand-written backward that transposes W only when the shapes disagree
+# (right for every non-square layer); the probe's square hidden layers catch it.
+MUTANTS.append(
+    Mutant(
+        "net in plain NumPy: dz @ W, transposed only when W is not square",
+        NET,
+        (
+            (
+                "dz = (dz @ W.T) * (pre[i - 2] > 0)",
+                "dz = (dz @ (W if W.shape[0] == W.shape[1] else W.T)) * (pre[i - 2] > 0)",
+            ),
+        ),
+        frozenset({"fully_connected_net"}),
+        code=NET_LIST_OF_LAYERS,
+    )
+)

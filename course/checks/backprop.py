@@ -4,7 +4,7 @@ import numpy as np
 
 from course.checks.common import against_reference, away_from_zero, centred_error
 from course.data import two_moons
-from course.grader.model import Assignment, Check, Rule, register
+from course.grader.model import Assignment, Broken, Check, Rule, register
 from course.mlp import MLP, train
 
 ASSIGNMENT = Assignment(
@@ -137,9 +137,17 @@ def probe_value_functions(student, rng, out):
         "relu": lambda x: x.relu(),
         "sigmoid": lambda x: x.sigmoid(),
     }
+    # The numerics the notebook teaches first: exp of about 800 overflows a float64
+    # (math.exp raises), so a sigmoid or tanh written through exp of the wrong sign fails
+    # at -far or +far. Those points share the key of the ordinary ones (their values, 0 and
+    # +-1, are known in advance; credited only with the others, which are not).
+    far = float(rng.uniform(750.0, 900.0))  # exp(-far) underflows to exactly 0.0
     for fname, build in functions.items():
         if fname == "log":
             name, points = "log(x) at two x > 0", [[pos], [pos + 1.0]]
+        elif fname in ("tanh", "sigmoid"):
+            name = f"{fname}(x) at an x < 0, an x > 0, and x near -800 and +800"
+            points = [[neg], [pos], [-far], [far]]
         else:
             name, points = f"{fname}(x) at an x < 0 and an x > 0", [[neg], [pos]]
         _record_expression(out, V, name, points, build, self_check=False)
@@ -155,7 +163,9 @@ register(
             "data": Rule(
                 "forward value of",
                 rtol=1e-12,
-                hint="the formula of this function (check it at a negative input too).",
+                hint="the formula of this function (check it at a negative input too, and "
+                "near +-800, where exp of a large positive number overflows: sigmoid's "
+                "stable form uses exp(-|x|), tanh's math.tanh).",
             ),
             "grad": Rule(
                 "derivative of",
@@ -392,6 +402,12 @@ def probe_numerical_gradient(student, rng, out):
             rng.standard_normal((2, 3, 4)),
             None,
         ),
+        "sum(w * x**2), x = a transposed (3, 4) array (not contiguous)": (
+            lambda x: np.sum(w * x**2),
+            lambda x: 2 * w * x,
+            rng.standard_normal((3, 4)).T,
+            None,
+        ),
         "sum(x**3) with h=1e-2": (
             lambda x: np.sum(x**3),
             lambda x: 3 * x**2,
@@ -415,7 +431,9 @@ register(
                 "numerical gradient of",
                 rtol=1e-7,
                 hint="use centred differences (f(x+h) - f(x-h)) / (2h) with the h "
-                "passed in, nudging one element of x at a time.",
+                "passed in, nudging one element of x itself at a time (x[ix] for ix in "
+                "np.ndindex(x.shape)); x.ravel() or x.flatten() of a non-contiguous x "
+                "is a copy, so nudging it leaves x alone.",
                 requires="restored",
             ),
             "restored": RESTORED,
@@ -442,6 +460,13 @@ def probe_numerical_gradient_array(student, rng, out):
             lambda x: np.tanh(x @ W),
             lambda x, df: (df * (1 - np.tanh(x @ W) ** 2)) @ W.T,
             rng.standard_normal((3, 5)),
+            rng.standard_normal((3, 4)),
+            None,
+        ),
+        "tanh(x @ W), x = a transposed (5, 3) array (not contiguous)": (
+            lambda x: np.tanh(x @ W),
+            lambda x, df: (df * (1 - np.tanh(x @ W) ** 2)) @ W.T,
+            rng.standard_normal((5, 3)).T,
             rng.standard_normal((3, 4)),
             None,
         ),
@@ -535,6 +560,138 @@ register(
             # A guessable number (1.0 on an easy problem): credited only with the curve.
             "accuracy": Rule(
                 "training accuracy after the last step", rtol=1e-12, hint="", requires="loss"
+            ),
+        },
+    )
+)
+
+
+# ------------------------------------------------------------------- backprop by hand
+
+BY_HAND_NAMES = ("s", "h", "z", "W2", "b2", "W1", "b1", "X")
+
+
+def _grads_of(grads, names):
+    """Each named gradient, or Broken if the dict lacks it."""
+    if not isinstance(grads, dict):
+        raise TypeError(f"grads is a {type(grads).__name__}, not a dict")
+    return [grads[n] if n in grads else Broken(f"grads has no key {n!r}") for n in names]
+
+
+def _by_hand_sizes(rng) -> dict:
+    """{label: (N, D, H, M)} from the seed: all different, then square W1 and W2
+    (D = H = M), where a transpose in the wrong place keeps the shapes right."""
+    N, D, H, M = (int(v) for v in rng.choice(np.arange(2, 10), 4, replace=False))
+    k = int(rng.integers(3, 8))
+    return {
+        "N, D, H, M all different": (N, D, H, M),
+        "square W1 and W2": (int(rng.choice([n for n in range(3, 10) if n != k])), k, k, k),
+    }
+
+
+def probe_backprop_by_hand(student, rng, out):
+    for label, (N, D, H, M) in _by_hand_sizes(rng).items():
+        X, Y = rng.standard_normal((N, D)), rng.standard_normal((N, M))
+        W1, b1 = rng.standard_normal((D, H)), rng.standard_normal(H)
+        W2, b2 = rng.standard_normal((H, M)), rng.standard_normal(M)
+
+        def compute(args=(X, W1, b1, W2, b2, Y)):
+            loss, grads = student.backprop_by_hand(*[a.copy() for a in args])
+            return [loss, *_grads_of(grads, BY_HAND_NAMES)]
+
+        keys = [f"loss:{label}"] + [f"grad:d{n}, {label}" for n in BY_HAND_NAMES]
+        out.record(keys, compute)
+
+
+register(
+    Check(
+        name="by_hand_gradients",
+        notebook=NOTEBOOK,
+        points=3,
+        probe=probe_backprop_by_hand,
+        rules={
+            "loss": Rule("loss for", rtol=1e-10, hint="0.5 * sum((s - Y)**2) / N."),
+            "grad": Rule(
+                "gradient",
+                rtol=1e-8,
+                hint="derive each gradient from the one after it: ds = (s - Y) / N, "
+                "dW2 = h.T @ ds, db2 = ds.sum(axis=0), dh = ds @ W2.T, dz = (1 - h**2) * dh, "
+                "and so on; a gradient has its variable's shape.",
+            ),
+        },
+    )
+)
+
+SOFTMAX_BY_HAND_NAMES = ("log_probs", "log_sum", "sum", "exp", "shifted", "S")
+
+
+def probe_softmax_by_hand(student, rng, out):
+    # Sizes from the seed (dlog_sum is 1/N in every row: its key requires the loss).
+    N, C = int(rng.integers(6, 30)), int(rng.integers(3, 9))
+    cases = {
+        "ordinary scores": 2.0 * rng.standard_normal((N, C)),
+        "scores near 1e3": 600.0 * rng.standard_normal((N, C)),
+    }
+    for label, S in cases.items():
+        y = rng.integers(0, C, N)
+
+        def compute(S=S, y=y):
+            loss, grads = student.softmax_ce_by_hand(S.copy(), y.copy())
+            # dmax raw: the grader measures its size (zero in exact arithmetic).
+            return [loss, *_grads_of(grads, (*SOFTMAX_BY_HAND_NAMES, "max"))]
+
+        keys = [f"loss:{label}"] + [
+            f"logsum:{label}" if n == "log_sum" else f"grad:d{n}, {label}"
+            for n in SOFTMAX_BY_HAND_NAMES
+        ]
+        out.record([*keys, f"shift:{label}"], compute)
+
+
+def largest_magnitude(got, want) -> float:
+    """measure: the largest |element| of the student's array (of a gradient that is zero in
+    exact arithmetic); NaN or an empty array fails."""
+    got = np.asarray(got, dtype=np.float64)
+    if got.size == 0:
+        return float("inf")
+    largest = float(np.max(np.abs(got)))
+    return largest if np.isfinite(largest) else float("inf")
+
+
+register(
+    Check(
+        name="softmax_by_hand",
+        notebook=NOTEBOOK,
+        points=2,
+        probe=probe_softmax_by_hand,
+        rules={
+            "loss": Rule(
+                "loss at",
+                rtol=1e-10,
+                hint="-mean of log_probs[rows, y], log_probs by log-sum-exp of the shifted scores.",
+            ),
+            "grad": Rule(
+                "gradient",
+                rtol=1e-8,
+                hint="dlog_probs is -1/N at (i, y_i), 0 elsewhere; dlog_sum = -(row sums of "
+                "dlog_probs); dsum = dlog_sum / sum; dexp = dsum broadcast over the row; "
+                "dshifted = dlog_probs + exp * dsum, which collapses to (p - one_hot(y)) / N; "
+                "dS = dshifted (the max's path adds nothing).",
+            ),
+            # 1/N in every row, known once N is: credited only with the loss.
+            "logsum": Rule(
+                "gradient dlog_sum at",
+                rtol=1e-8,
+                hint="dlog_sum = -(row sums of dlog_probs), shaped (N, 1).",
+                requires="loss",
+            ),
+            "shift": Rule(
+                "largest |gradient| of the row maximum (dmax), at",
+                kind="below",
+                rtol=1e-12,
+                requires="loss",  # 0 is easy to send: credited only with the loss
+                measure=largest_magnitude,
+                hint="dmax = -(row sums of dshifted), zero because each row of p - one_hot(y) "
+                "sums to 0: shifting every score of a row by the same amount changes no p.",
             ),
         },
     )

@@ -89,13 +89,49 @@ def record_loss(out, loss_fn, name, W, X, y, reg, self_check: bool) -> None:
     out.record(keys, compute)
 
 
-def loss_probe(function: str, sizes: tuple[int, int, int]):
+def loss_probe(function: str, sizes: tuple[int, int, int], large: bool = True):
+    """large: whether the case at scores near 1e3 is judged here (softmax's is judged by
+    its own grade cell, softmax_numerics)."""
+
     def probe(student, rng, out):
         loss_fn = getattr(student, function)
         for name, (W, X, y, reg) in loss_cases(rng, *sizes).items():
-            record_loss(out, loss_fn, name, W, X, y, reg, self_check="ordinary" in name)
+            if large or "1e3" not in name:
+                record_loss(out, loss_fn, name, W, X, y, reg, self_check="ordinary" in name)
 
     return probe
+
+
+SOFTMAX_SIZES = {"softmax_loss_naive": (7, 5, 4), "softmax_loss_vectorized": (23, 6, 5)}
+
+
+def probe_softmax_numerics(student, rng, out):
+    """Both softmax losses at scores near 1e3 (rows of very different ranges, so that one
+    maximum for the whole batch underflows the smaller rows), and at the kind of the
+    notebook's visible case: a correct class 800 to 3600 below its row's maximum, whose
+    probability rounds to 0."""
+    for function, (N, D, C) in SOFTMAX_SIZES.items():
+        loss_fn = getattr(student, function)
+        W = 300.0 * rng.standard_normal((D, C))
+        X = rng.standard_normal((N, D)) * row_scales(rng, N)
+        y = rng.integers(0, C, N)
+        record_loss(out, loss_fn, f"{function} at scores near 1e3", W, X, y, 1e-3, False)
+        top, middle, bottom = rng.permutation(C)[:3]  # which classes: from the seed
+        W2 = np.zeros((D, C))
+        W2[0, [top, middle, bottom]] = rng.uniform(800.0, 1200.0) * np.array([1.0, 0.0, -1.0])
+        X2 = np.zeros((2, D))
+        X2[:, 0] = rng.uniform(0.5, 1.5, 2)
+        y2 = np.array([bottom, middle])  # the class far below the maximum, and the middle one
+        record_loss(
+            out,
+            loss_fn,
+            f"{function} with the correct class far below its row's maximum",
+            W2,
+            X2,
+            y2,
+            0.0,
+            False,
+        )
 
 
 def loss_rules(loss_hint: str, gradient_hint: str, large_weight: float) -> dict[str, Rule]:
@@ -142,20 +178,50 @@ SOFTMAX_GRADIENT_HINT = (
     "row-shifted scores."
 )
 
-# Softmax's large-score case weighs double: finiteness there is its API's explicit promise,
-# and the leak this assignment is about.
-for function, points, sizes, hints, large_weight in (
-    ("svm_loss_naive", 2, (7, 5, 4), (SVM_LOSS_HINT, SVM_GRADIENT_HINT), 1.0),
-    ("svm_loss_vectorized", 3, (23, 6, 5), (SVM_LOSS_HINT, SVM_GRADIENT_HINT), 1.0),
-    ("softmax_loss_naive", 2, (7, 5, 4), (SOFTMAX_LOSS_HINT, SOFTMAX_GRADIENT_HINT), 2.0),
-    ("softmax_loss_vectorized", 3, (23, 6, 5), (SOFTMAX_LOSS_HINT, SOFTMAX_GRADIENT_HINT), 2.0),
+# Softmax's numerics at large scores are the leak this assignment is about: they are a
+# grade cell of their own (softmax_numerics), not a share of each loss's cell.
+for function, points, sizes, hints, large in (
+    ("svm_loss_naive", 2, (7, 5, 4), (SVM_LOSS_HINT, SVM_GRADIENT_HINT), True),
+    ("svm_loss_vectorized", 3, (23, 6, 5), (SVM_LOSS_HINT, SVM_GRADIENT_HINT), True),
+    ("softmax_loss_naive", 1, (7, 5, 4), (SOFTMAX_LOSS_HINT, SOFTMAX_GRADIENT_HINT), False),
+    ("softmax_loss_vectorized", 2, (23, 6, 5), (SOFTMAX_LOSS_HINT, SOFTMAX_GRADIENT_HINT), False),
 ):
     register(
         Check(
             name=function,
             notebook=NOTEBOOK,
             points=points,
-            probe=loss_probe(function, sizes),
-            rules=loss_rules(*hints, large_weight),
+            probe=loss_probe(function, sizes, large),
+            rules=loss_rules(*hints, 1.0),
         )
     )
+
+NUMERICS_RULES = {
+    "large_loss": Rule(
+        "loss of",
+        rtol=1e-9,
+        requires="inputs",
+        hint="shift each row by its own maximum before exp (exp(1000) is inf), and "
+        "compute log p by log-sum-exp, never as the log of a probability (exp(-2000) "
+        "rounds to 0, and -log 0 is inf; -log(p + 1e-12) is finite but wrong).",
+    ),
+    "large_dW": Rule(
+        "gradient dW of",
+        rtol=1e-8,
+        requires="inputs",
+        hint="p from the row-shifted scores (p = exp(log p)), then X.T @ (p - one_hot) / N.",
+    ),
+    "inputs": loss_rules("", "", 1.0)["inputs"],  # W, X and y left as they were
+}
+# record_loss names a case's keys "large_" only if the case says "1e3": the same rules.
+NUMERICS_RULES |= {"loss": NUMERICS_RULES["large_loss"], "dW": NUMERICS_RULES["large_dW"]}
+
+register(
+    Check(
+        name="softmax_numerics",
+        notebook=NOTEBOOK,
+        points=2,
+        probe=probe_softmax_numerics,
+        rules=NUMERICS_RULES,
+    )
+)

@@ -65,7 +65,12 @@ register(
 
 
 def probe_affine_backward(student, rng, out):
-    for name, x_shape, M in (("x (6, 5)", (6, 5), 3), ("4-D x (4, 3, 2, 2)", (4, 3, 2, 2), 5)):
+    k = int(rng.integers(3, 8))  # a square w: a misplaced transpose keeps the shapes right
+    for name, x_shape, M in (
+        ("x (6, 5)", (6, 5), 3),
+        ("4-D x (4, 3, 2, 2)", (4, 3, 2, 2), 5),
+        ("a square w", (int(rng.integers(2, 6)), k), k),
+    ):
         x = rng.standard_normal(x_shape)
         w = rng.standard_normal((int(np.prod(x_shape[1:])), M))
         b = rng.standard_normal(M)
@@ -263,13 +268,31 @@ def with_params(student, D, H, C, params, reg):
 TWO_LAYER_SCALE = 0.37
 
 
-def drawn_with(scale: float, tolerance: float = 0.1, mean_bound: float | None = None):
-    """measure: (mean, std) of the weights drawn, against N(0, scale**2)."""
-    mean_bound = tolerance * scale if mean_bound is None else mean_bound
+def moments(W) -> np.ndarray:
+    """(mean, std, then the shape) of one weight matrix: an observation, judged by
+    drawn_with in the grader."""
+    W = np.asarray(W, dtype=np.float64)
+    return np.array([W.mean(), W.std(), *W.shape], dtype=np.float64)
+
+
+SIGMAS = 6.0
+
+
+def drawn_with(scale: float, sigmas: float = SIGMAS):
+    """measure: one weight matrix's (mean, std, shape) against N(0, scale**2), within
+    `sigmas` of each statistic's sampling spread for its n entries: the std's ratio to
+    scale within sigmas / sqrt(2n), the mean within sigmas * scale / sqrt(n). Judged per
+    matrix, never pooled, so a matrix at another scale does not hide among the others'
+    draws. The shape must be the reference run's (drawn from the seed)."""
 
     def measure(got, want):
-        mean, std = np.asarray(got, dtype=np.float64)
-        if abs(std / scale - 1) < tolerance and abs(mean) < mean_bound:
+        got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+        if got.shape != want.shape or not np.array_equal(got[2:], want[2:]):
+            return "the weight matrix does not have the expected shape"
+        mean, std, n = got[0], got[1], float(np.prod(got[2:]))
+        if abs(std / scale - 1) < sigmas / np.sqrt(2 * n) and abs(mean) < sigmas * scale / np.sqrt(
+            n
+        ):
             return True
         return (
             "weights are not drawn from N(0, weight_scale**2) (the sample's mean or "
@@ -283,18 +306,18 @@ def probe_two_layer_net(student, rng, out):
     # Initialisation, judged by its statistics: a student may draw with any generator.
     # Sizes from the (secret) seed: the shapes, which every other initial sub-check
     # requires, cannot be known before the check runs.
-    D0, H0, C0 = (int(rng.integers(low, low + 20)) for low in (50, 30, 8))
+    # Each weight matrix has at least 1,000 entries: 6 sigmas of its sample std are 13%.
+    D0, H0, C0 = (int(rng.integers(low, low + 20)) for low in (50, 40, 25))
     scale = TWO_LAYER_SCALE
     np.random.seed(int(rng.integers(1 << 31)))
 
     def initial():
         net = student.TwoLayerNet(D0, H0, C0, weight_scale=scale)
         shapes = np.concatenate([np.shape(net.params[k]) for k in PARAM_NAMES]).astype(float)
-        weights = np.concatenate([net.params["W1"].ravel(), net.params["W2"].ravel()])
         biases = np.concatenate([net.params["b1"].ravel(), net.params["b2"].ravel()])
-        return shapes, np.array([weights.mean(), weights.std()]), biases
+        return shapes, moments(net.params["W1"]), moments(net.params["W2"]), biases
 
-    out.record(["shapes:", "init:", "bias:"], initial)
+    out.record(["shapes:", "init:W1", "init:W2", "bias:"], initial)
 
     N, D, H, C = 5, 7, 9, 4
     params = hidden_params(rng, D, H, C)
@@ -312,9 +335,18 @@ def probe_two_layer_net(student, rng, out):
         )
 
 
+INPUTS_RULE = Rule(
+    "X, y and the parameters after loss(X, y),",
+    rtol=0,  # bit for bit: the reference leaves them as they were
+    hint="loss changed X, y or self.params in place (an in-place update, or a layer "
+    "writing into an array it was given or cached): work on new arrays.",
+)
+
+
 def record_network_loss(out, label: str, build, params: dict, X, y) -> None:
-    """Record a network's loss, each gradient, and its own loss at each parameter nudged by
-    +-h (the grader compares the centred differences with the gradients).
+    """Record a network's loss, each gradient, its own loss at each parameter nudged by
+    +-h (the grader compares the centred differences with the gradients), and X, y and
+    the network's parameters after the call, raw (the grader wants them unchanged).
 
     build(params) -> a student's network holding copies of `params`: a fresh one for every
     evaluation, so nothing a loss call leaves behind reaches the next.
@@ -322,7 +354,13 @@ def record_network_loss(out, label: str, build, params: dict, X, y) -> None:
     names = list(params)
 
     def compute():
-        loss, grads = build(params).loss(X.copy(), y.copy())
+        net, X_in, y_in = build(params), X.copy(), y.copy()
+        loss, grads = net.loss(X_in, y_in)
+        # What the call left of its inputs: a loss that edits X or its own parameters in
+        # place (W -= ..., or a layer writing into a cached array) changes them.
+        left = np.concatenate(
+            [np.ravel(X_in), np.ravel(y_in)] + [np.ravel(net.params[n]) for n in names]
+        ).astype(np.float64)
         observed = []
         for name in names:
 
@@ -331,10 +369,13 @@ def record_network_loss(out, label: str, build, params: dict, X, y) -> None:
 
             observed.append(gradient_observation(grads[name], *nudged(f, params[name])))
         return (
-            [np.asarray(loss, dtype=np.float64)] + [grads[n] for n in names] + [stacked(*observed)]
+            [np.asarray(loss, dtype=np.float64)]
+            + [grads[n] for n in names]
+            + [stacked(*observed), left]
         )
 
     keys = [f"loss:{label}"] + [f"grad:{n}, {label}" for n in names] + [f"selfcheck:{label}"]
+    keys.append(f"inputs:{label}")
     out.record(keys, compute)
 
 
@@ -350,13 +391,14 @@ register(
                 rtol=0,
                 hint="W1 (D, H), b1 (H,), W2 (H, C), b2 (C,).",
             ),
-            # The weight scale is this leak: the sample's mean and standard deviation.
+            # The weight scale is this leak: each matrix's sample mean and standard
+            # deviation, judged per matrix (a W2 at a fixed scale hides in pooled draws).
             "init": Rule(
                 "initial weights",
                 kind="true",
-                weight=2,
-                measure=drawn_with(TWO_LAYER_SCALE),
-                requires="shapes",
+                hint="draw every weight matrix, W2 too, from N(0, weight_scale**2): "
+                "weight_scale * np.random.randn(...), not a fixed scale or weight_scale**2.",
+                measure=drawn_with(TWO_LAYER_SCALE),  # its shape too (from the seed)
             ),
             "bias": Rule(
                 "initial biases", rtol=0, weight=2, hint="start at zero.", requires="shapes"
@@ -385,6 +427,7 @@ register(
                 requires="loss",
                 measure=centred_error(),
             ),
+            "inputs": INPUTS_RULE,
         },
     )
 )

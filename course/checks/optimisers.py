@@ -16,7 +16,7 @@ from course.checks.common import (
     relu_distance,
     seeded,
 )
-from course.checks.multilayer import drawn_with, record_network_loss
+from course.checks.multilayer import INPUTS_RULE, drawn_with, moments, record_network_loss
 from course.grader.model import Assignment, Check, Rule, register
 
 ASSIGNMENT = Assignment(
@@ -129,7 +129,10 @@ register(
                 "standard deviation for",
                 kind="true",
                 weight=3,
-                hint="xavier: sqrt(1 / fan_in); he: sqrt(2 / fan_in); a number: that std.",
+                hint="xavier: sqrt(1 / fan_in); he: sqrt(2 / fan_in); a number: that std "
+                "(a std, not a variance). The course's 'xavier' is the fan_in form (LeCun's, "
+                "and PyTorch's fan_in mode); Glorot and Bengio's own 2 / (fan_in + fan_out) "
+                "averages the fans, another convention, not this API's.",
                 measure=_scaled,
                 requires="shape",
             ),
@@ -185,13 +188,15 @@ def probe_fully_connected_net(student, rng, out):
     def construction():
         # Sizes from the (secret) seed: the shapes, which every other construction
         # sub-check requires, cannot be known before the check runs.
-        dims = [int(rng.integers(low, low + 8)) for low in (12, 20, 30, 5)]
+        # Per weight matrix, never pooled (a last layer at a fixed scale hides among the
+        # others' draws): each has at least 1,000 entries, 6 sigmas of its std are 13%.
+        dims = [int(rng.integers(low, low + 10)) for low in (40, 32, 36, 30)]
         net = Net(dims[1:-1], dims[0], dims[-1], weight_scale=0.23, dtype=np.float64, seed=3)
         names = [f"{p}{i}" for i in range(1, len(dims)) for p in ("W", "b")]
         if sorted(net.params) != sorted(names):
             raise KeyError(f"params has keys {sorted(net.params)}, expected W1, b1, ..., W3, b3")
         shapes = np.concatenate([np.shape(net.params[n]) for n in names]).astype(float)
-        weights = np.concatenate([net.params[n].ravel() for n in names if n[0] == "W"])
+        weights = [moments(net.params[f"W{layer}"]) for layer in range(1, len(dims))]
         biases = np.concatenate([net.params[n].ravel() for n in names if n[0] == "b"])
         # The size of each parameter's float type, in bytes (0: not a float): float64 when
         # asked for, float32 by default.
@@ -199,16 +204,19 @@ def probe_fully_connected_net(student, rng, out):
         params = [net.params[n] for n in names] + [default[n] for n in sorted(default)]
         sizes = np.array([_float_size(p) for p in params], dtype=float)
         draws = np.stack([np.asarray(Net([6], 5, 3, seed=s).params["W1"]) for s in (11, 11, 12)])
-        return shapes, np.array([weights.mean(), weights.std()]), biases, sizes, draws
+        return [shapes, *weights, biases, sizes, draws]
 
-    keys = ["shapes:", "init:", "bias:", "dtype:", "seed:"]
+    keys = ["shapes:", "init:W1", "init:W2", "init:W3", "bias:", "dtype:", "seed:"]
     out.record(keys, construction)
 
     N = 8
+    k = int(rng.integers(4, 8))
     for dims, label in (
         ([7, 4], "no hidden layer"),
         ([7, 6, 4], "one hidden layer"),
         ([7, 6, 5, 4], "two hidden layers"),
+        # Square weights: a transpose in the wrong place keeps the shapes right.
+        ([k, k, k, 3], "two hidden layers, square W1 and W2"),
     ):
         params, X = clear_of_kinks(
             lambda d=dims: (_fcn_params(rng, d), rng.standard_normal((N, d[0]))),
@@ -246,13 +254,13 @@ register(
                 hint="W_l (d_{l-1}, d_l), b_l (d_l,).",
             ),
             # Weighted up: a construction key stands alone, a gradient has many siblings.
-            # Each is credited only with the right shapes, which depend on the seed.
+            # Each is credited only with the right shapes, which depend on the seed (the
+            # initial weights' measure reads each matrix's shape itself).
             "init": Rule(
                 "initial weights",
                 kind="true",
-                weight=3,
-                measure=drawn_with(0.23, 0.12, mean_bound=0.05),
-                requires="shapes",
+                hint="every W_l, the last one too, from N(0, weight_scale**2).",
+                measure=drawn_with(0.23),
             ),
             "bias": Rule(
                 "initial biases", rtol=0, weight=3, hint="start at zero.", requires="shapes"
@@ -295,6 +303,7 @@ register(
                 requires="loss",
                 measure=centred_error(),
             ),
+            "inputs": INPUTS_RULE,
         },
     )
 )
@@ -310,40 +319,48 @@ def rule_probe(function: str, given: dict, state: dict, curve_config: dict):
     """Probe an update rule.
 
     given: hyper-parameters for the "given config" run; state: {key: how to draw it from
-    rng} of state already in that config (as after earlier steps).
+    rng} of state already in that config (as after earlier steps). A rule with an epsilon
+    also meets a dead unit (gradients exactly 0 from zero state) and gradients far below a
+    given epsilon of 1, where an epsilon that is missing (0 / 0) or not read from config
+    (a hard-coded 1e-8) shows, and where its place, inside or outside the root, does not.
     """
 
     def probe(student, rng, out):
         rule = getattr(student, function)
         shape = (4, 3)
         w0, dws = away_from_zero(rng, shape), [away_from_zero(rng, shape) for _ in range(STEPS)]
-        starts = {"the default config": None}
         start = dict(given)
         for key, draw in state.items():
             start[key] = draw(rng, shape)
-        starts["a given config and state"] = start
+        state_keys = sorted(state)
 
-        for label, config in starts.items():
-            state_keys = sorted(state)
-
-            def run(config=config, state_keys=state_keys):
-                config = (
+        def record_run(label, config, steps):
+            def run():
+                current = (
                     None
                     if config is None
                     else {
                         k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in config.items()
                     }
                 )
-                w, path = w0.copy(), []
-                for dw in dws:
-                    w, config = rule(w, dw.copy(), config)
+                w, path, moved = w0.copy(), [], []
+                for dw in steps:
+                    # How much the call moved the arrays handed to it, raw: a rule that
+                    # changes w or dw in place (w += v) moves its caller's arrays.
+                    w_in, dw_in = np.array(w, dtype=np.float64), dw.copy()
+                    w_before = w_in.copy()
+                    w, current = rule(w_in, dw_in, current)
                     path.append(np.array(w, dtype=np.float64))
+                    moved.append(np.array([w_in - w_before, dw_in - dw]))
                 # The state, one array: t alone is a number anyone can guess, so the state
                 # is credited only with the weights of the same run.
-                kept = [np.asarray(config[k], dtype=np.float64).ravel() for k in state_keys]
-                return np.array(path), np.concatenate(kept)
+                kept = [np.asarray(current[k], dtype=np.float64).ravel() for k in state_keys]
+                return np.array(path), np.concatenate(kept), np.array(moved)
 
-            out.record([f"w:from {label}", f"state:from {label}"], run)
+            out.record([f"w:from {label}", f"state:from {label}", f"inputs:from {label}"], run)
+
+        record_run("the default config", None, dws)
+        record_run("a given config and state", start, dws)
 
         def defaults():
             _, config = rule(w0.copy(), dws[0].copy(), None)
@@ -367,19 +384,66 @@ def rule_probe(function: str, given: dict, state: dict, curve_config: dict):
 
         out.record("curve:", curve)
 
+        if "epsilon" in given:  # drawn last: the earlier cases' inputs stay as they were
+            tiny = [1e-7 * away_from_zero(rng, shape) for _ in range(STEPS)]
+            dead = int(rng.integers(shape[1]))
+            for dw in tiny:
+                dw[:, dead] = 0.0  # a dead unit: its gradient is exactly zero at every step
+            config = {"learning_rate": given["learning_rate"], "epsilon": 1.0}
+            record_run("zero state, a dead unit, gradients near 1e-7 and epsilon 1", config, tiny)
+
     return probe
 
 
-def rule_rules(hint: str, given: dict, state: dict) -> dict[str, Rule]:
+# Other well-known conventions, named in the feedback of the rules they change, so that
+# code written in one of them is recognised rather than misdiagnosed.
+CONVENTIONS = {
+    "sgd_momentum": (
+        " This course's velocity is v = momentum * v - learning_rate * dw, next_w = w + v; "
+        "PyTorch's SGD convention, v = momentum * v + dw and next_w = w - learning_rate * v, "
+        "takes the same steps from zero velocity but keeps a different velocity in config "
+        "(-v / learning_rate), so a given velocity means something else."
+    ),
+    "adamw": (
+        " This course follows PyTorch's AdamW: the decay is weight_decay * w on the weights "
+        "before the step, times learning_rate. The AdamW paper (Loshchilov and Hutter) "
+        "multiplies the decay by the schedule multiplier eta_t instead (1 here, not "
+        "learning_rate), and decaying the weights after Adam's step is a third variant: "
+        "both are other conventions, not this API's."
+    ),
+}
+
+
+def rule_rules(hint: str, given: dict, state: dict, convention: str = "") -> dict[str, Rule]:
     # 1e-6: tolerates where epsilon sits (inside or outside the square root; the API
     # leaves it open for rmsprop), and catches every real mistake (off by 1e-3 or more).
+    eps = (
+        " Read epsilon from config: with epsilon 1 and gradients near 1e-7, a hard-coded "
+        "epsilon takes steps far too large, and without one a dead unit (zero gradients) "
+        "is 0 / 0."
+        if "epsilon" in given
+        else ""
+    )
     return {
-        "w": Rule(f"weights after {STEPS} steps,", rtol=1e-6, weight=2, hint=hint),
+        "w": Rule(
+            f"weights after {STEPS} steps,", rtol=1e-6, weight=2, hint=hint + convention + eps
+        ),
         "state": Rule(
             f"config's {', '.join(sorted(state))} after {STEPS} steps,",
             rtol=1e-6,
             weight=len(state),
-            hint="the state must be stored back into config.",
+            hint="the state must be stored back into config, as the API defines it." + convention,
+            requires="w",
+        ),
+        # Raw differences, compared exactly with the reference's (zeros), and credited
+        # only with the weights of the same run (zeros alone are easy to send).
+        "inputs": Rule(
+            "how much each call moved the w and dw it was given,",
+            rtol=0,
+            weight=2,
+            hint="the rule changed w or dw in place (w += v, w -= ...): the caller's weights "
+            "move behind its back. Compute next_w as a new array (next_w = w + v); only "
+            "config's own state may change.",
             requires="w",
         ),
         # The API's numbers, known to all: credited only with the curve, which uses them.
@@ -450,6 +514,6 @@ for function, (points, given, state, curve_config, hint) in RULES.items():
             notebook=NOTEBOOK,
             points=points,
             probe=rule_probe(function, given, state, curve_config),
-            rules=rule_rules(hint, given, state),
+            rules=rule_rules(hint, given, state, CONVENTIONS.get(function, "")),
         )
     )

@@ -14,7 +14,7 @@
 # |---|---|---|
 # | 1 · A scalar autograd engine | `Value`: operators, functions, `backward()` | 11 |
 # | 2 · Numerical gradients | `eval_numerical_gradient`, `eval_numerical_gradient_array` | 6 |
-# | 3 · Backprop through a vectorised expression | `backprop_by_hand` (checked, not graded) | 0 |
+# | 3 · Backprop through a vectorised expression | `backprop_by_hand`, `softmax_ce_by_hand` | 5 |
 # | 4 · A tiny MLP on your engine | nothing new: your `Value` is graded by its loss curve | 2 |
 #
 # Fill in every cell that says `YOUR CODE HERE`, run the "check it" cell after it, and press
@@ -299,7 +299,8 @@ def sigmoid(self):
 
 
 # %% [markdown]
-# **Check it.** Forward values against `math`, including a sigmoid far in the negative tail.
+# **Check it.** Forward values against `math`, including a sigmoid far in both tails
+# (its value at -1000 is exactly 0.0: $e^{-1000}$ underflows).
 
 # %%
 with check_it("Exercise 1.3"):
@@ -311,9 +312,16 @@ with check_it("Exercise 1.3"):
             "tanh": math.isclose(x.tanh().data, math.tanh(0.5)),
             "relu": Value(-1.0).relu().data == 0.0 and x.relu().data == 0.5,
             "sigmoid": math.isclose(x.sigmoid().data, 1 / (1 + math.exp(-0.5))),
-            "sigmoid(-1000) is finite and tiny": Value(-1000.0).sigmoid().data < 1e-300,
+            "sigmoid(-1000) is exactly 0.0": Value(-1000.0).sigmoid().data == 0.0,
+            "sigmoid(1000) is exactly 1.0": Value(1000.0).sigmoid().data == 1.0,
+            "tanh(+-1000) is +-1.0": Value(1000.0).tanh().data
+            == -Value(-1000.0).tanh().data
+            == 1.0,
         }
     )
+# exp(-1000) is below the smallest positive float64 (about 5e-324), so sigmoid(-1000) is
+# exactly 0.0, not merely tiny; what matters is that it is computed without an error.
+print("smallest positive float64:", 5e-324, " smallest normal:", np.finfo(np.float64).tiny)
 
 
 # %% [markdown]
@@ -716,6 +724,136 @@ with check_it("Part 3, backprop_by_hand"):
     rows = compare_table(grads, numeric)
     expect({f"d{row['name']} close": row["close"] for row in rows})
 
+
+# %% nbgrader={"grade": true, "grade_id": "by_hand_gradients", "locked": true, "points": 3, "schema_version": 3, "solution": false}
+# Hidden check (3 points): the loss and every intermediate gradient, each on its own, on
+# hidden inputs with N, D, H, M all different and with square W1 and W2.
+### BEGIN HIDDEN TESTS
+from course.grading import check
+
+check("by_hand_gradients", globals())
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Softmax cross-entropy, by hand
+#
+# The loss every classifier in this course ends with, one step at a time, for scores
+# $S$ (N, C) and labels $y$:
+#
+# $$m_i = \max_k S_{ik}, \quad \text{shifted} = S - m, \quad \text{exp} = e^\text{shifted},
+# \quad \text{sum}_i = \textstyle\sum_k \text{exp}_{ik}, \quad
+# \text{log\_sum} = \log \text{sum},$$
+# $$\text{log\_probs} = \text{shifted} - \text{log\_sum}, \qquad
+# L = -\frac{1}{N} \sum_i \text{log\_probs}_{i, y_i}.$$
+#
+# Backward, from the end: the **index** step sends $-1/N$ to each $(i, y_i)$ and 0
+# elsewhere. `log_sum` was subtracted from every entry of its row, so it collects minus
+# that row's sum, $1/N$. The **log** divides by `sum`; the **sum** copies its gradient to
+# every entry of the row; the **exp** multiplies by `exp`. `shifted` gets two
+# contributions, directly and through `exp`:
+# $$d\,\text{shifted} = d\,\text{log\_probs} + \text{exp} \cdot \frac{1}{N\,\text{sum}}
+# = \frac{p - \text{one\_hot}(y)}{N}.$$
+# **The shift has zero gradient**: $m_i$ was subtracted from every entry of row $i$, so
+# $dm_i = -\sum_k d\,\text{shifted}_{ik} = -\frac{1}{N}\left(\sum_k p_{ik} - 1\right) = 0$.
+# Shifting a row by any constant changes no probability, which is why the shift is free
+# (and why, in exact arithmetic, `np.max`'s lack of a smooth derivative never matters).
+#
+# Return the loss and a dict of the gradients of `log_probs`, `log_sum`, `sum`, `exp`,
+# `shifted`, `max` and `S`, each shaped like its variable (`max`, `sum` and `log_sum` are
+# (N, 1), kept with `keepdims=True`).
+
+
+# %% nbgrader={"grade": false, "grade_id": "softmax_ce_by_hand_solution", "locked": false, "schema_version": 3, "solution": true}
+def softmax_ce_by_hand(S, y):
+    """Mean softmax cross-entropy of scores S (N, C) for labels y (N,), and by-hand
+    gradients of every intermediate: keys "log_probs", "log_sum", "sum", "exp",
+    "shifted", "max", "S". Returns (loss, grads)."""
+    ### BEGIN SOLUTION
+    N = S.shape[0]
+    rows = np.arange(N)
+    m = S.max(axis=1, keepdims=True)
+    shifted = S - m
+    e = np.exp(shifted)
+    total = e.sum(axis=1, keepdims=True)
+    log_sum = np.log(total)
+    log_probs = shifted - log_sum
+    loss = -log_probs[rows, y].mean()
+    dlog_probs = np.zeros_like(S)
+    dlog_probs[rows, y] = -1.0 / N
+    dlog_sum = -dlog_probs.sum(axis=1, keepdims=True)
+    dsum = dlog_sum / total
+    dexp = np.broadcast_to(dsum, S.shape).copy()
+    dshifted = dlog_probs + e * dexp
+    dmax = -dshifted.sum(axis=1, keepdims=True)
+    dS = dshifted.copy()
+    dS[rows, S.argmax(axis=1)] += dmax[:, 0]
+    grads = {
+        "log_probs": dlog_probs,
+        "log_sum": dlog_sum,
+        "sum": dsum,
+        "exp": dexp,
+        "shifted": dshifted,
+        "max": dmax,
+        "S": dS,
+    }
+    return loss, grads
+    ### END SOLUTION
+
+
+# %% [markdown]
+# **Check it.** Each gradient against a numerical gradient of the loss from that variable
+# onwards; `dS` against $(p - \text{one\_hot}(y))/N$; and the size of `dmax`, zero up to
+# rounding.
+
+# %%
+with check_it("Part 3, softmax_ce_by_hand"):
+    S_check = np.random.default_rng(4).standard_normal((6, 4)) * 3
+    y_check = np.array([0, 3, 1, 1, 2, 0])
+    rows_check = np.arange(len(y_check))
+    m_check = S_check.max(axis=1, keepdims=True)
+    sh_check = S_check - m_check
+    e_check = np.exp(sh_check)
+    t_check = e_check.sum(axis=1, keepdims=True)
+
+    def ce_from_log_probs(lp):
+        return -lp[rows_check, y_check].mean()
+
+    def ce_from_shifted(sh):
+        return ce_from_log_probs(sh - np.log(np.exp(sh).sum(1, keepdims=True)))
+
+    ce_tails = {
+        "log_probs": (ce_from_log_probs, sh_check - np.log(t_check)),
+        "log_sum": (lambda ls: ce_from_log_probs(sh_check - ls), np.log(t_check)),
+        "sum": (lambda t: ce_from_log_probs(sh_check - np.log(t)), t_check),
+        "exp": (lambda e: ce_from_log_probs(sh_check - np.log(e.sum(1, keepdims=True))), e_check),
+        "shifted": (ce_from_shifted, sh_check),
+        "S": (ce_from_shifted, S_check),
+    }
+    ce_numeric = {k: eval_numerical_gradient(f, v.copy()) for k, (f, v) in ce_tails.items()}
+    ce_loss, ce_grads = softmax_ce_by_hand(S_check, y_check)
+    ce_rows = compare_table({k: ce_grads[k] for k in ce_tails}, ce_numeric)
+    p_check = e_check / t_check
+    one_hot = np.eye(4)[y_check]
+    dS_error = rel_error(ce_grads["S"], (p_check - one_hot) / 6)
+    largest_dmax = np.abs(ce_grads["max"]).max()
+    print(f"dS against (p - one_hot(y)) / N: {dS_error:.1e}")
+    print(f"largest |dmax|: {largest_dmax:.1e} (zero up to rounding)")
+    expect(
+        {
+            **{f"d{row['name']} close": row["close"] for row in ce_rows},
+            "dS is (p - one_hot(y)) / N": dS_error < 1e-7,
+            "dmax is zero up to rounding": largest_dmax < 1e-12,
+        }
+    )
+
+# %% nbgrader={"grade": true, "grade_id": "softmax_by_hand", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+# Hidden check (2 points): the loss and each intermediate gradient on hidden scores, at
+# ordinary scores and near 1e3, and the size of the max's gradient.
+### BEGIN HIDDEN TESTS
+from course.grading import check
+
+check("softmax_by_hand", globals())
+### END HIDDEN TESTS
 
 # %% [markdown]
 # ## 4 · A tiny MLP on your engine

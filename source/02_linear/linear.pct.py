@@ -15,7 +15,7 @@
 # | Part | You write | Points |
 # |---|---|---|
 # | 1 · Multiclass SVM loss | `svm_loss_naive`, `svm_loss_vectorized` | 5 |
-# | 2 · Softmax loss, and its numerics | `softmax_loss_naive`, `softmax_loss_vectorized` | 5 |
+# | 2 · Softmax loss, and its numerics | `softmax_loss_naive` (1), `softmax_loss_vectorized` (2), both at scores near 1e3 (2) | 5 |
 # | 3 · Training on digits | nothing new: SGD, weight images, a sweep | 0 |
 #
 # Fill in every cell that says `YOUR CODE HERE`, run the "check it" cell after it, and press
@@ -258,6 +258,7 @@ with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
     shifted = scores - scores.max()  # the same probabilities, and exp() can no longer overflow
     p_shifted = np.exp(shifted) / np.exp(shifted).sum()
     print("max-shifted softmax: p =", p_shifted, " loss =", -np.log(p_shifted[label]))
+    print("max-shifted, -log(p + 1e-12): loss =", -np.log(p_shifted[label] + 1e-12))
 
 # Log-probabilities directly: log p_k = s_k - max - log(sum_j exp(s_j - max)).
 log_p = shifted - np.log(np.exp(shifted).sum())
@@ -265,10 +266,13 @@ print("log-sum-exp:     log p =", log_p, " loss =", -log_p[label])
 
 # %% [markdown]
 # - The **textbook** formula computes $e^{1000}$, which overflows to `inf`, and
-#   `inf / inf` is `nan`.
+#   `inf / inf` is `nan`: $p = (\text{nan}, 0, 0)$. The loss of the correct class 2 is
+#   $-\log 0 = $ `inf` (printed above), not `nan`; a `nan` appears as soon as $p_y$ is one
+#   of the `nan`s, and in every gradient that uses $p$.
 # - **Subtracting the maximum** changes nothing mathematically (numerator and denominator
 #   are both scaled by $e^{-\max}$) and prevents the overflow. But $p_2 = e^{-2000}$ is
-#   far below the smallest float64 (about $10^{-308}$), so it rounds to 0, and
+#   far below the smallest positive float64 (about $5 \times 10^{-324}$, a subnormal; the
+#   smallest normal one is about $2.2 \times 10^{-308}$), so it rounds to 0, and
 #   $-\log 0 = \infty$. Its gradient survives (it uses $p$, not $\log p$), so training
 #   would follow the gradient of a loss it reports as infinite.
 # - **Log-sum-exp** never forms the tiny probability: $\log p_k$ is computed as a
@@ -314,7 +318,7 @@ def softmax_loss_naive(W, X, y, reg):
 # **Check it.** The loss at initialisation, the gradient against centred differences, and
 # the visible large-score check: a single example with scores exactly $(1000, 0, -1000)$
 # and label 2, whose loss is 2000 (to within $e^{-1000}$) and whose gradient is known.
-# A textbook softmax fails it with `nan`, a max-shifted one with `inf`.
+# A textbook softmax and a max-shifted one both fail it with a loss of `inf`.
 
 
 # %%
@@ -340,10 +344,10 @@ with check_it("Exercise 2.1"):
     check_large_scores(softmax_loss_naive)
 
 
-# %% nbgrader={"grade": true, "grade_id": "softmax_loss_naive", "locked": true, "points": 2, "schema_version": 3, "solution": false}
-# Hidden check (2 points): loss and gradient on hidden inputs, with and without
-# regularisation, at ordinary scores and at scores near 1e3 (where every row's largest
-# score differs); and your gradient against centred differences of your own loss.
+# %% nbgrader={"grade": true, "grade_id": "softmax_loss_naive", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+# Hidden check (1 point): loss and gradient on hidden inputs, with and without
+# regularisation, at ordinary scores; and your gradient against centred differences of
+# your own loss. Large scores have a grade cell of their own, after Exercise 2.2.
 ### BEGIN HIDDEN TESTS
 from course.grading import check
 
@@ -398,13 +402,33 @@ with check_it("Exercise 2.2"):
     print(f"the vectorised loss is {t_naive / t_vec:.0f}x faster")
 
 
-# %% nbgrader={"grade": true, "grade_id": "softmax_loss_vectorized", "locked": true, "points": 3, "schema_version": 3, "solution": false}
-# Hidden check (3 points): as for softmax_loss_naive, on other hidden inputs, plus a batch
-# whose rows have very different score ranges, at magnitude 1e3.
+# %% nbgrader={"grade": true, "grade_id": "softmax_loss_vectorized", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+# Hidden check (2 points): as for softmax_loss_naive, on other hidden inputs.
 ### BEGIN HIDDEN TESTS
 from course.grading import check
 
 check("softmax_loss_vectorized", globals())
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### The numerics, graded on their own
+#
+# The leak this assignment is about gets its own points: both of your softmax losses at
+# scores near 1e3, on hidden batches whose rows have very different score ranges (one
+# maximum for the whole batch is not enough), and at a correct class scored hundreds to
+# thousands below its row's maximum, whose probability rounds to 0. A textbook softmax
+# gives `inf` or `nan` here, `-log(p)` of a shifted softmax `inf`, and `-log(p + 1e-12)` a
+# finite loss that is far off (27.6 instead of 2000 on the example at the start of this
+# part, printed there): all three lose these points.
+
+# %% nbgrader={"grade": true, "grade_id": "softmax_numerics", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+# Hidden check (2 points): loss and gradient of softmax_loss_naive and of
+# softmax_loss_vectorized at scores near 1e3 and at a correct class far below its row's
+# maximum.
+### BEGIN HIDDEN TESTS
+from course.grading import check
+
+check("softmax_numerics", globals())
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -482,15 +506,28 @@ for name, loss_fn in (("SVM", svm_loss_vectorized), ("softmax", softmax_loss_vec
     W, _ = train_linear(loss_fn, X_train, y_train, num_classes, lr, reg)
     test_accuracy = accuracy(X_test @ W, y_test)
     print(f"{name:>7}: chosen lr {lr:g}, reg {reg:g}: test accuracy {test_accuracy:.3f}")
+    i, j = learning_rates.index(lr), regs.index(reg)
+    if i in (0, len(learning_rates) - 1) or j in (0, len(regs) - 1):
+        print(
+            f"{'':>7}  the best is on the grid's edge: extend the grid past it before trusting it"
+        )
+
+# The lr = reg = 1 corner: the regulariser's factor is 1 - 2 * lr * reg = -1.
+for steps in (200, 201):
+    W, _ = train_linear(svm_loss_vectorized, X_train, y_train, num_classes, 1.0, 1.0, steps=steps)
+    print(f"SVM, lr = reg = 1, {steps} steps: validation accuracy {accuracy(X_val @ W, y_val):.3f}")
 
 # %% [markdown]
 # Read the corners. A small learning rate leaves 200 steps short of the optimum. Strong
 # regularisation shrinks every template towards zero. And the two interact: the
 # regulariser alone multiplies $W$ by $1 - 2\,\eta\,\lambda$ each step, so with
-# $\eta = \lambda = 1$ that factor is $-1$: the weights flip sign every step, and the
-# classifier is no better than chance. Between the corners lies a plateau of good settings,
-# and where it lies depends on the loss, the data's scale and the number of steps: none of
-# it is visible in the loss's formula.
+# $\eta = \lambda = 1$ that factor is $-1$: the weights flip sign every step, so what
+# that corner scores depends on whether the number of steps is even or odd (the two runs
+# printed above, 200 and 201 steps), not on anything learned. Between the corners lies a
+# plateau of good settings, and where it lies depends on the loss, the data's scale and the
+# number of steps: none of it is visible in the loss's formula. If the best setting is on
+# the grid's edge (the line printed above says so), the grid is too small: extend it in
+# that direction before choosing.
 #
 # ## What to take away
 #

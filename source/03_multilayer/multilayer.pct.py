@@ -575,7 +575,9 @@ plt.show()
 # ### The leak: weight scale and step size
 #
 # A ReLU unit is **dead** when its input is negative for every example: it outputs 0, its
-# gradient is 0, and no step can bring it back. Too large a learning rate throws units
+# gradient is 0, and no step of its own can bring it back: in the first layer, whose
+# inputs are fixed data, it stays dead for good; in a later layer it can revive only if
+# the layers below it change what it sees. Too large a learning rate throws units
 # there in one step; too small a weight scale makes every signal, and every gradient,
 # tiny. Same network, same data, same loss, same number of steps:
 

@@ -64,11 +64,27 @@ affine_forward, affine_backward, relu_forward, relu_backward, softmax_loss, sgd 
 # with $n_\text{in} \sigma^2 > 1$ it explodes. The backward pass multiplies gradients by
 # the same weights, so they shrink or explode too.
 #
-# - **Xavier** (Glorot and Bengio, 2010): $\sigma = \sqrt{1 / n_\text{in}}$ keeps the
-#   variance for an activation that is linear near 0, such as tanh.
-# - **He** (He et al., 2015): ReLU zeroes half of its inputs and so halves the variance;
-#   $\sigma = \sqrt{2 / n_\text{in}}$ makes up for it.
-#
+# - **Xavier**, in this course's convention: $\sigma = \sqrt{1 / n_\text{in}}$ keeps the
+#   forward variance for an activation that is linear near 0, such as tanh. That is LeCun's
+#   form (LeCun et al., 1998; PyTorch's `fan_in` mode). Glorot and Bengio (2010) average
+#   the two directions, $\sigma = \sqrt{2 / (n_\text{in} + n_\text{out})}$, to keep the
+#   backward variance too; with equal fans the two agree. `weight_init` uses the fan_in form.
+# - **He** (He et al., 2015): the variance that propagates is the next layer's
+#   $\text{Var}(z') = n_\text{in}\, \sigma^2\, E[h^2]$, with the *second moment* of the
+#   activations $h$, not their variance. For $h = \text{relu}(z)$ with $z$ symmetric,
+#   $E[h^2] = \tfrac12 \text{Var}(z)$: ReLU halves the second moment (its variance,
+#   about $0.34\, \text{Var}(z)$, is not what propagates; the cell below measures both).
+#   $\sigma = \sqrt{2 / n_\text{in}}$ makes up for the half.
+
+# %%
+z_demo = np.random.default_rng(0).standard_normal(1_000_000)
+h_demo = np.maximum(z_demo, 0)
+print(f"Var(relu(z)) / Var(z) = {h_demo.var() / z_demo.var():.3f}")
+print(
+    f"E[relu(z)^2] / Var(z) = {np.mean(h_demo**2) / z_demo.var():.3f} (what He's factor 2 undoes)"
+)
+
+# %% [markdown]
 # ### Exercise 1.1: `weight_init`
 #
 # Return a (fan_in, fan_out) matrix of normal draws with mean 0 and the scheme's standard
@@ -154,12 +170,18 @@ axes[0, 0].legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
-# Xavier holds tanh steady and He holds ReLU steady; the others vanish or blow up within a
-# few layers. The histograms say the same with shapes: tanh units with too large weights
+# He holds ReLU steady; the others vanish or blow up within a few layers. Xavier does
+# *not* quite hold tanh steady: tanh shrinks every input a little, so the activations'
+# standard deviation still decays layer by layer (printed below); the gain $5/3$ that
+# PyTorch recommends for tanh ($\sigma = \tfrac53 \sqrt{1 / n_\text{in}}$) makes up for it. The histograms say the same with shapes: tanh units with too large weights
 # saturate at ±1 (where their gradient is 0), and with too small weights every unit
 # collapses to 0.
 
 # %%
+for label, scheme in (("xavier", "xavier"), ("xavier x 5/3", 5 / 3 * np.sqrt(1 / 256))):
+    act = statistics_for("tanh", scheme)["act_std"]
+    print(f"tanh, {label}: activation std {act[0]:.2f} at layer 1, {act[-1]:.2f} at layer 10")
+
 for scheme in ("xavier", 0.2, 0.01):
     stats = statistics_for("tanh", scheme)
     layer_histograms(stats["activations"], f"tanh, weights {scheme}: activations by layer")
@@ -363,11 +385,45 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# With weights of 0.01 the signal reaching the last layer is about $(0.01^2 \cdot 100 /
-# 2)^{3} \approx 10^{-10}$ of its input's variance; the gradients reaching the first layers
-# are as small. The loss sits at $\log 10$ and nothing trains. Same code, same data, same
-# learning rate: only the first draw differs.
+# With weights of 0.01 each hidden layer multiplies the second moment by
+# $n_\text{in}\, \sigma^2 / 2$: $0.01^2 \cdot 100 / 2 = 0.005$ for the 100-wide layers
+# (and $0.0032$ for the first, 64 inputs wide). Over six hidden layers that compounds to
+# the ratio the cell below predicts and then measures on the digits. The gradients
+# reaching the first layers are as small. The loss sits at $\log 10$ and nothing trains.
+# Same code, same data, same learning rate: only the first draw differs.
+
+# %%
+small = deep_net(1e-2)
+h_small = X_train
+for layer in range(1, small.num_layers):
+    h_small = np.maximum(h_small @ small.params[f"W{layer}"] + small.params[f"b{layer}"], 0)
+predicted = 0.01**2 * 64 / 2 * (0.01**2 * 100 / 2) ** 5
+print(f"predicted second-moment ratio over six hidden layers: {predicted:.1e}")
+print(f"measured second-moment ratio: {np.mean(h_small**2) / np.mean(X_train**2):.1e}")
+print(f"measured variance ratio (last hidden layer / input): {h_small.var() / X_train.var():.1e}")
+
+# %% [markdown]
+# ### Symmetry: why the first draw must be random
 #
+# Start every weight of a layer at the same constant and every hidden unit of it computes
+# the same function, receives the same gradient, and takes the same step: they stay
+# identical forever, and a layer of 20 units works as one. Below, W1 and W2 start constant
+# (W3 random, else every hidden gradient is exactly 0): after training, the 20 units of
+# the first layer still have identical weights, although those weights did move.
+
+# %%
+twins = deep_net("he", hidden_dims=(20, 20))
+for name in ("W1", "W2"):
+    twins.params[name] = np.full_like(twins.params[name], 0.05)
+_ = fit(twins, sgd, X_train, y_train, epochs=2, config={"learning_rate": 0.1})
+W1_twins = twins.params["W1"]
+print(
+    "after 2 epochs, the largest difference between two first-layer units' weights: "
+    f"{np.ptp(W1_twins, axis=1).max():.1e}"
+)
+print(f"the largest distance those weights moved from 0.05: {np.abs(W1_twins - 0.05).max():.1e}")
+
+# %% [markdown]
 # ## 3 · Update rules
 #
 # Every rule has the signature `rule(w, dw, config=None) -> (next_w, config)`. Defaults go
@@ -384,6 +440,11 @@ plt.show()
 # gradient keeps its sign, steps grow up to $1 / (1 - \mu)$ times; across a narrow valley,
 # where it flips, they cancel. Keys: `learning_rate` (1e-2), `momentum` (0.9), `velocity`
 # (zeros like w at first).
+#
+# This is CS231n's convention (Sutskever et al., 2013). PyTorch's `SGD` keeps
+# $v \leftarrow \mu v + dw$ and steps $w \leftarrow w - \eta v$: the same steps from zero
+# velocity at a fixed rate, but its velocity is $-v / \eta$ in this notebook's terms, so the
+# two disagree once the rate changes or a velocity is handed over. Use this one: it is the API.
 
 
 # %% nbgrader={"grade": false, "grade_id": "sgd_momentum_solution", "locked": false, "schema_version": 3, "solution": true}
@@ -477,10 +538,17 @@ def adam(w, dw, config=None):
 #
 # Adam with **decoupled** weight decay (Loshchilov and Hutter, 2019): the decay is not
 # added to the gradient, where Adam's normalisation would rescale it coordinate by
-# coordinate, but applied to the weights directly:
+# coordinate, but applied to the weights directly. This course writes it in **PyTorch's
+# convention**, the decay multiplied by the learning rate:
 #
 # $$w \leftarrow w - \eta \left(\frac{\hat m}{\sqrt{\hat v} + \epsilon} +
 # \lambda_\text{wd}\, w\right).$$
+#
+# The paper's Algorithm 2 writes $w \leftarrow w - \eta_t \left(\alpha \frac{\hat m}
+# {\sqrt{\hat v} + \epsilon} + \lambda w\right)$, where $\eta_t$ is a schedule multiplier
+# (1 without a schedule) and $\alpha$ the step size: there the decay does not scale with
+# $\alpha$, so the same $\lambda$ is a far stronger decay. PyTorch folds it into the learning
+# rate, which makes $\lambda$ and the rate interact; this notebook's `adamw` follows PyTorch.
 #
 # Keys: those of `adam`, plus `weight_decay` (1e-2).
 
@@ -651,8 +719,11 @@ _ = widgets.interact(
 # %% [markdown]
 # ### The same network under each rule
 #
-# Three hidden layers of 100 on the digits, He initialisation, 10 epochs, each rule with a
-# learning rate that suits it.
+# Three hidden layers of 100 on the digits, He initialisation, 10 epochs, one seed. The
+# rates are each rule's usual default (0.05 for SGD, 0.01 with momentum, 1e-3 for the
+# adaptive rules), **not tuned per rule**: the curves compare rules at customary settings,
+# not at their best, and one seed shows no spread. Ranking rules fairly needs a sweep of
+# the learning rate for each, over several seeds.
 
 # %%
 rules = {
@@ -719,8 +790,11 @@ plt.show()
 # With SGD, adding $\lambda w$ to the gradient and shrinking the weights by $\eta \lambda w$
 # are the same thing. With Adam they are not: the L2 term is divided by $\sqrt{\hat v}$, so
 # a weight with large gradients is barely decayed while a weight with small gradients is
-# decayed hard. Decoupled decay shrinks every weight at the same rate. Train both with the
-# same $\lambda$ and compare the weights' sizes and the validation accuracy:
+# decayed hard. Decoupled decay shrinks every weight at the same rate, by a factor
+# $1 - \eta \lambda$ a step. The same nominal $\lambda$ is therefore two different
+# strengths: compare the weights' sizes, and the shrink that decoupled decay alone applies
+# over the run (printed), before reading anything into the accuracies. Three seeds each,
+# mean and spread (min to max):
 
 
 # %%
@@ -729,29 +803,52 @@ def adam_with_l2(w, dw, config=None):
     return adam(w, dw + config.get("weight_decay", 1e-2) * w, config)
 
 
-fig, ax = plt.subplots(figsize=(7, 3.4), layout="constrained")
-for name, rule in (("Adam + L2 in the gradient", adam_with_l2), ("AdamW (decoupled)", adamw)):
-    model = deep_net("he", hidden_dims=(100, 100))
-    config = {"learning_rate": 2e-3, "weight_decay": 0.1}
-    hist = fit(model, rule, X_train, y_train, X_val, y_val, epochs=15, config=config)
-    norms = [np.linalg.norm(model.params[f"W{i}"]) for i in (1, 2, 3)]
-    ax.plot(
-        hist["loss"],
-        label=f"{name}: |W| per layer {np.round(norms, 1)}, val {hist['val_acc'][-1]:.1%}",
+decay_epochs, decay_lr, decay_seeds = 4, 2e-3, (0, 1, 2)
+decay_arms = {"Adam, no decay": (adam, 0.0), "Adam + L2 in the gradient": (adam_with_l2, 0.1)}
+decay_arms["AdamW (decoupled)"] = (adamw, 0.1)
+steps_run = decay_epochs * -(-len(X_train) // 100)  # fit's batches of 100
+print(
+    f"decoupled shrink over the run: (1 - {decay_lr:g} * 0.1)^{steps_run} = "
+    f"{(1 - decay_lr * 0.1) ** steps_run:.3f}"
+)
+for name, (rule, wd) in tqdm(decay_arms.items(), desc="decay"):
+    accs, norms = [], []
+    for seed in decay_seeds:
+        model = deep_net("he", hidden_dims=(100, 100), seed=seed)
+        config = {"learning_rate": decay_lr, "weight_decay": wd}
+        hist = fit(
+            model,
+            rule,
+            X_train,
+            y_train,
+            X_val,
+            y_val,
+            epochs=decay_epochs,
+            config=config,
+            seed=seed,
+        )
+        accs.append(hist["val_acc"][-1])
+        norms.append(np.linalg.norm(model.params["W2"]))
+    print(
+        f"{name:>26}: validation {np.mean(accs):.1%} ({min(accs):.1%} to {max(accs):.1%}), "
+        f"|W2| {np.mean(norms):.2f} ({min(norms):.2f} to {max(norms):.2f})"
     )
-ax.set(xlabel="step", ylabel="loss", yscale="log", title="The same decay, applied two ways")
-ax.legend(fontsize=8)
-plt.show()
-
 
 # %% [markdown]
+# Read the table, not the formula. At this learning rate the decoupled shrink over the
+# whole run is the factor printed first, close to 1: "AdamW" here is plain Adam, and its
+# row matches the no-decay row within the seeds' spread. L2 in the gradient, divided by
+# $\sqrt{\hat v}$, is a much stronger decay at the same nominal $\lambda$ (see $|W_2|$).
+# Neither is evidence that decay helps on this problem: comparing decays needs each
+# $\lambda$ swept, for each way of applying it.
+#
 # ### Warm-up and a cosine schedule
 #
 # A large learning rate is most dangerous at the start, when Adam's statistics are
 # young and the weights are random; late in training, a smaller one settles into a
-# minimum. A linear **warm-up** followed by a **cosine decay** does both. Four hidden
-# layers, Adam at a peak learning rate of 0.05: held constant, the loss jumps early and
-# never settles; warmed up and decayed, the same peak trains.
+# minimum. A linear **warm-up** addresses the first, a **cosine decay** the second. Four
+# hidden layers, Adam at a peak learning rate of 0.05, each schedule on three seeds: which
+# half does the work is read off the table, not assumed.
 
 
 # %%
@@ -762,38 +859,60 @@ def warmup_cosine(step, total, peak, warmup):
     return 0.5 * peak * (1 + np.cos(np.pi * min(1.0, progress)))
 
 
-epochs, batch, peak = 15, 100, 5e-2
+epochs, batch, peak = 4, 100, 5e-2
 total = epochs * -(-len(X_train) // batch)
+warm = total // 10
+schedules = {
+    "constant": lambda s: peak,
+    "warm-up only": lambda s: peak * min(1.0, (s + 1) / warm),
+    "cosine only": lambda s: warmup_cosine(s, total, peak, 0),
+    "warm-up + cosine": lambda s: warmup_cosine(s, total, peak, warm),
+}
 fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.4), layout="constrained")
-for name, schedule in (
-    (f"constant {peak:g}", lambda s: peak),
-    (f"warm-up + cosine, peak {peak:g}", lambda s: warmup_cosine(s, total, peak, total // 10)),
-):
-    model = deep_net("he", hidden_dims=(100,) * 4)
-    hist = fit(
-        model,
-        adam,
-        X_train,
-        y_train,
-        X_val,
-        y_val,
-        epochs=epochs,
-        batch_size=batch,
-        schedule=schedule,
-    )
-    ax1.plot(hist["loss"], label=f"{name}: validation {hist['val_acc'][-1]:.1%}", lw=1)
+for name, schedule in tqdm(schedules.items(), desc="schedules"):
+    accs, finals = [], []
+    for seed in (0, 1, 2):
+        model = deep_net("he", hidden_dims=(100,) * 4, seed=seed)
+        hist = fit(
+            model,
+            adam,
+            X_train,
+            y_train,
+            X_val,
+            y_val,
+            epochs=epochs,
+            batch_size=batch,
+            schedule=schedule,
+        )
+        accs.append(hist["val_acc"][-1])
+        finals.append(np.mean(hist["loss"][-20:]))
+    ax1.plot(hist["loss"], label=f"{name} (seed 2)", lw=1)
     ax2.plot([schedule(s) for s in range(total)], label=name)
+    print(
+        f"{name:>17}: validation {np.mean(accs):.1%} ({min(accs):.1%} to {max(accs):.1%}), "
+        f"final loss {np.mean(finals):.3f} ({min(finals):.3f} to {max(finals):.3f})"
+    )
 ax1.set(xlabel="step", ylabel="loss", yscale="log", title="Adam at a high learning rate")
 ax2.set(xlabel="step", ylabel="learning rate", title="The schedules")
 ax1.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
+# Over three seeds the table says which half does the work: compare "warm-up only" with
+# "constant" (the warm-up removes the early spike, little more) and "cosine only" with
+# "constant" (the decay is what lowers the final loss). One seed could have said
+# otherwise: the spreads are wide.
+
+# %% [markdown]
 # ### The update-to-weight ratio
 #
 # A diagnostic that needs no validation set: how much each step changes each weight
-# matrix, relative to its size. Around $10^{-3}$ is healthy; $10^{-1}$ means the weights
-# are thrown around, $10^{-5}$ that they barely move.
+# matrix, relative to its size. For SGD, around $10^{-3}$ is the rule of thumb (CS231n's);
+# $10^{-1}$ means the weights are thrown around, $10^{-5}$ that they barely move. Under
+# Adam the ratio mostly restates the learning rate: each coordinate moves by about $\eta$
+# whatever its gradient, so the ratio follows $\eta / \text{RMS}(W)$ (both printed below
+# for each run; within a factor of about 2 at the two smaller rates), and tells less
+# about health than it does for SGD.
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(12, 3.2), layout="constrained", sharey=True)
@@ -806,9 +925,32 @@ for ax, lr in zip(axes, (1e-5, 1e-3, 1e-1), strict=True):
         ax.semilogy(ratios, label=name, lw=1)
     ax.axhline(1e-3, color="gray", ls="--")
     ax.set(xlabel="step", title=f"Adam, lr {lr:g}: final loss {hist['loss'][-1]:.2f}")
+    rms = np.sqrt(np.mean(model.params["W2"] ** 2))
+    final = hist["update_ratio"]["W2"][-1]
+    print(f"Adam, lr {lr:g}: W2's last update ratio {final:.1e}, lr / RMS(W2) {lr / rms:.1e}")
 axes[0].set_ylabel("|update| / |W|")
 axes[0].legend()
 plt.show()
+
+# %% [markdown]
+# ### The epsilon leak: dead units
+#
+# A ReLU unit that fires for no example has a gradient of exactly 0 for its weights, at
+# every step. Adam's $m$ and $v$ for those weights stay 0, and the update is
+# $\hat m / (\sqrt{\hat v} + \epsilon) = 0 / \epsilon = 0$. Without $\epsilon$ it is
+# $0 / 0$: `nan`, and the next forward pass carries that `nan` into every score.
+
+# %%
+w_dead = np.ones((3, 2))
+dw_dead = np.array([[0.5, 0.0], [-1.0, 0.0], [2.0, 0.0]])  # the second unit is dead
+for eps in (1e-8, 0.0):
+    with np.errstate(invalid="ignore"):
+        next_w, _ = adam(w_dead.copy(), dw_dead, {"epsilon": eps})
+        scores_after = np.maximum(np.ones((4, 3)) @ next_w, 0)
+    print(
+        f"epsilon {eps:g}: the dead unit's weights after one step {next_w[:, 1]}, "
+        f"nan scores after it {int(np.isnan(scores_after).sum())} of {scores_after.size}"
+    )
 
 # %% [markdown]
 # ## What to take away
@@ -818,4 +960,7 @@ plt.show()
 # - An update rule is a set of hyper-parameters and state, and every one of them leaks into
 #   the loss: momentum's valley crossing, RMSProp's per-coordinate scale, Adam's bias
 #   correction, where weight decay enters, how the learning rate moves over time.
-# - Watch the update-to-weight ratio while training: about $10^{-3}$.
+# - Watch the update-to-weight ratio while training: about $10^{-3}$ for SGD; under Adam
+#   it mostly restates $\eta / \text{RMS}(W)$.
+# - Start from random weights (a constant start keeps units identical), and keep Adam's
+#   $\epsilon$: a unit whose gradient is exactly 0 is $0/0$ without it.
