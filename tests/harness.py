@@ -158,3 +158,11 @@ def postgres_server(sockets_under: str | None = None):
         as_postgres(f"{bins[-1]}/pg_ctl", "-D", str(data), "-m", "immediate", "stop")
         shutil.rmtree(home, ignore_errors=True)
         shutil.rmtree(sockets, ignore_errors=True)
+
+
+def released_points(assignment: str, notebook: str) -> float:
+    """A released notebook's total points (what full marks are)."""
+    from course.paths import course_root
+
+    nb = nbformat.read(course_root() / "release" / assignment / f"{notebook}.ipynb", as_version=4)
+    return sum(c.metadata.get("nbgrader", {}).get("points", 0) for c in nb.cells)

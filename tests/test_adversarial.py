@@ -21,11 +21,12 @@ import pytest
 
 from course.grader.cells import solution_cell_id
 from course.paths import tool_env
-from tests.harness import Batch, postgres_server, read_nb, tree_digest
+from tests.harness import Batch, postgres_server, read_nb, released_points, tree_digest
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("adversarial")]
 
 ASSIGNMENT, NOTEBOOK = "01_backprop", "backprop"
+FULL = released_points(ASSIGNMENT, NOTEBOOK)  # full marks
 CELL_TIMEOUT = 6
 
 # Plants each link in every folder the kernel can write: its working folder, its home,
@@ -511,7 +512,8 @@ def test_secrets_are_invisible_and_feedback_leaks_nothing(attacked):
         repr(v)
         for outputs in references.values()
         for v in outputs.values()
-        if isinstance(v, float) and v not in (0.0, 1.0) and abs(v) > 1e-6
+        # Values of a few digits (0.8) are not telling: they also stand in any page's CSS.
+        if isinstance(v, float) and abs(v) > 1e-6 and len(repr(v).lstrip("-")) >= 6
     ]
     secrets += ["BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "self.grad += other.data * out.grad"]
     for student in ("attack_read_secrets", "attack_fork_bomb", "honest_bug"):
@@ -751,7 +753,7 @@ def test_student_text_cannot_write_into_the_instructors_table(attacked):
 def test_a_malformed_payload_scores_zero_not_not_graded(attacked, attack):
     batch, proc, *_ = attacked
     line = line_of(proc, f"attack_{attack}")
-    assert "NOT GRADED" not in line and "0 / 19" in line
+    assert "NOT GRADED" not in line and f"0 / {FULL:g}" in line
     if attack == "payload_json_list":
         assert "tampered output" in outputs_text(batch, f"attack_{attack}")
 

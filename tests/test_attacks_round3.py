@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from course.paths import tool_env
-from tests.harness import Batch
+from tests.harness import Batch, released_points
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("attack")]
 
@@ -100,7 +100,11 @@ def test_true_observations_do_not_stop_the_class(bool_class):
     batch, proc = bool_class
     scores = batch.scores()
     assert "grader failed" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
-    assert sum(scores.get("honest", {}).values()) == 19.0, (scores, proc.stdout, proc.stderr)
+    assert sum(scores.get("honest", {}).values()) == released_points("01_backprop", "backprop"), (
+        scores,
+        proc.stdout,
+        proc.stderr,
+    )
     assert sum(scores.get("aa_bool", {}).values()) == 0.0, scores
 
 

@@ -12,6 +12,9 @@ import pytest
 from course import workspace
 from course.authoring.classroom import ScratchCourse, fill, mutate, solution_sources
 from course.paths import course_root, tool_env
+from tests.harness import released_points
+
+FULL = released_points("01_backprop", "backprop")  # full marks of 01
 
 
 @pytest.fixture
@@ -53,15 +56,15 @@ def test_course_check_grades_like_the_instructor_and_records_progress(course):
     nbformat.write(fill(nbformat.read(mine, as_version=4), solutions), mine)
     proc = run_check(course, mine)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "backprop: 19 of 19 points" in proc.stdout
+    assert f"backprop: {FULL:g} of {FULL:g} points" in proc.stdout
     page = mine.with_suffix(".feedback.html").read_text()
     # Each hidden check by the section it grades, not "Test cell" (issue 22, item 7).
     assert '<a href="#value_ops">Hidden checks of the engine (11 points)</a>' in page
     assert "pre-wrap" in page
     record = json.loads(mine.with_suffix(".check.json").read_text())
-    assert sum(e["points"] for e in record["exercises"]) == 19
+    assert sum(e["points"] for e in record["exercises"]) == FULL
     start = (course.root / "work" / "START.md").read_text()
-    assert "**19 / 19**" in start
+    assert f"**{FULL:g} / {FULL:g}**" in start
 
 
 @pytest.mark.slow
@@ -76,7 +79,7 @@ def test_course_check_of_the_blank_release_fails_and_says_why(course):
     assert "value_ops" in proc.stdout and "FAIL" in proc.stdout
     assert "Hidden checks of the engine (11 points)" in proc.stdout  # what value_ops grades
     assert "raised NotImplementedError" in proc.stdout
-    assert "backprop: 0 of 19 points" in proc.stdout
+    assert f"backprop: 0 of {FULL:g} points" in proc.stdout
     assert blank.read_bytes() == before  # the learner's notebook is only read
 
 

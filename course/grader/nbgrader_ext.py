@@ -408,7 +408,7 @@ __all__ = ["GuardedExecute", "JudgeHiddenChecks", "SeedHiddenChecks"]
 FEEDBACK_CSS = """
 div.output_area pre { white-space: pre-wrap; overflow-wrap: anywhere; }
 div#toc { display: none; }
-table.exercises td, table.exercises th { padding: 0.2em 0.8em; }
+table.exercises td, table.exercises th { padding: 0 1em; }
 """
 
 
