@@ -1,4 +1,5 @@
-"""Every source notebook runs top to bottom with its solutions, every hidden check passing."""
+"""Every source notebook runs top to bottom with its solutions, every hidden check and every
+"check it" passing."""
 
 import itertools
 import os
@@ -33,6 +34,14 @@ def test_source_notebook_runs_with_full_marks(text):
     ).execute()
     print(f"{path.relative_to(ROOT)}: {time.perf_counter() - start:.1f} s")  # see `make bench`
     judge_notebook(nb)  # as nbgrader's autograde does, outside the kernel
+    # Every "check it" holds on the solutions too (a failing one writes to stderr).
+    failed = [
+        o.text
+        for cell in nb.cells
+        for o in cell.get("outputs", [])
+        if o.output_type == "stream" and o.name == "stderr" and "check it FAILED" in o.text
+    ]
+    assert not failed, failed
     for cell in nb.cells:
         if grade_id_of_test_cell(cell) is None:
             continue
