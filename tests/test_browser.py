@@ -206,10 +206,11 @@ def test_student_lab(browser, course_dir):
         page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
         page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
         # The run stops at the first cell that uses the unwritten code outside a check it
-        # (the step-size plot of part 2); wait for it, save, read what each cell printed.
-        page.wait_for_timeout(3_000)
-        wait_for_idle_kernel(page)
-        page.wait_for_timeout(3_000)
+        # (the step-size plot of part 2), after Exercise 2.2's check it: wait for that
+        # check's words (not for a pause, which a loaded machine makes at any time), save,
+        # read what each cell printed.
+        page.get_by_text("Exercise 2.2, check it FAILED").first.wait_for(timeout=180_000)
+        page.wait_for_timeout(2_000)
         wait_for_idle_kernel(page)
         page.screenshot(path=ARTEFACTS / "4-run-all-blank.png")
         page.keyboard.press("Control+s")
