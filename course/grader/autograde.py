@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,10 +56,21 @@ def preflight(folder: Path, expected: list[str]) -> list[str]:
     """Problems that stop a submission's notebooks from being graded, in words. Nothing
     is read through a link, nor beyond the size a submission may have."""
     from course.grader.parallel import MAX_SUBMISSION_BYTES, read_regular, regular_files
+    from course.grader.recording import BOOKKEEPING, BOOKKEEPING_BYTES
 
     problems = []
     files, others = regular_files(folder)
     problems += [printable(o) for o in others if o.split("'")[1] in expected]
+    for name in BOOKKEEPING:  # nbgrader reads these itself: whole, through links, blocking
+        try:
+            info = os.lstat(folder / name)
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(info.st_mode) or info.st_size > BOOKKEEPING_BYTES:
+            problems.append(
+                f"{name} is not a regular file of at most {BOOKKEEPING_BYTES} bytes: "
+                "nbgrader would read it whole (remove it, then collect again)"
+            )
     present = {p.name for p in files if p.parent == folder and p.suffix == ".ipynb"}
     if sum(p.lstat().st_size for p in files) > MAX_SUBMISSION_BYTES:
         return [f"its files weigh more than {MAX_SUBMISSION_BYTES // 2**20} MB in all"]

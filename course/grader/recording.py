@@ -123,13 +123,15 @@ class Recorder:
 # its feedback steps need: release_feedback and fetch_feedback name a student's feedback by
 # a hash of the notebook with the submission's secret and its timestamp's exact text.
 BOOKKEEPING = ("timestamp.txt", "submission_secret.txt")
+BOOKKEEPING_BYTES = 4096
 
 
-def small_regular_file(path: Path, limit: int = 4096) -> bytes | None:
+def small_regular_file(path: Path, limit: int = BOOKKEEPING_BYTES) -> bytes | None:
     """The bytes of `path` if it is a regular file of at most `limit` bytes, read without
     following a link (a submission's folder is the student's); None otherwise."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        # Non-blocking: opening a fifo must not wait for a writer.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     with os.fdopen(fd, "rb") as handle:

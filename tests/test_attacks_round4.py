@@ -1,0 +1,82 @@
+"""Round 4 of attacks (a helper that had not read the defences), as a student would make
+them, run with the real `course grade` (sandbox on) in a scratch course: the findings that
+are fixed. The others are listed in the README's security section."""
+
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from tests.harness import Batch
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("attack")]
+
+ASSIGNMENT, NOTEBOOK = "01_backprop", "backprop"
+
+
+def cell_text(batch, student: str, marker: str) -> str:
+    """What the graded notebook's cell whose source holds `marker` printed."""
+    path = batch.course.root / "autograded" / student / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    cell = next(c for c in nbformat.read(path, as_version=4).cells if marker in c.source)
+    return "".join(o.get("text", "") for o in cell.get("outputs", []))
+
+
+def test_a_fifo_named_timestamp_txt_does_not_hang_the_grader(tmp_path):
+    """Every other special file in a submission is reported ("not a regular file: ignored"),
+    but timestamp.txt is opened as is: `course grade` blocks forever opening the fifo, and
+    the class's table (and every submission recorded after it) never comes."""
+    import os
+    import signal
+
+    from course.paths import tool_env
+
+    batch = Batch(tmp_path, ASSIGNMENT, NOTEBOOK)
+    os.mkfifo(batch.submit("ada", batch.release) / "timestamp.txt")
+    batch.submit("zoe", batch.answered(trim=True))
+    grading = subprocess.Popen(
+        [sys.executable, "-m", "course.cli", "grade", ASSIGNMENT, "--workers", "1"],
+        env=tool_env(COURSE_ROOT=str(batch.course.root)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, _ = grading.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        os.killpg(grading.pid, signal.SIGKILL)
+        grading.communicate()
+        pytest.fail("course grade hung on a submission's fifo timestamp.txt")
+    assert "zoe" in out and batch.scores()["zoe"] == batch.max_scores()
+
+
+def test_a_timestamp_txt_that_never_ends_does_not_exhaust_the_graders_memory(tmp_path):
+    """timestamp.txt is read whole, whatever it is: a symbolic link to /dev/zero (or a huge
+    sparse file) grows `course grade` until the machine's OOM killer stops it (22 GB here,
+    nothing recorded, no table). Run under a 6 GB address-space limit, so as not to take
+    the test machine down: today the read ends in MemoryError, which the table reports."""
+    import os
+    import resource
+
+    from course.paths import tool_env
+
+    batch = Batch(tmp_path, ASSIGNMENT, NOTEBOOK)
+    (batch.submit("ada", batch.release) / "timestamp.txt").symlink_to("/dev/zero")
+    batch.submit("zoe", batch.answered(trim=True))
+
+    def capped():
+        os.setsid()
+        resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "course.cli", "grade", ASSIGNMENT, "--workers", "1"],
+        env=tool_env(COURSE_ROOT=str(batch.course.root)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=capped,
+    )
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    assert batch.scores().get("zoe") == batch.max_scores()
+    assert "MemoryError" not in proc.stdout, proc.stdout
