@@ -626,7 +626,7 @@ SOFTMAX_BY_HAND_NAMES = ("log_probs", "log_sum", "sum", "exp", "shifted", "S")
 
 
 def probe_softmax_by_hand(student, rng, out):
-    # Sizes from the seed (dlog_sum is 1/N in every row: its key requires the loss).
+    # Sizes from the seed (what is 1/N in every entry is credited only with the loss).
     N, C = int(rng.integers(6, 30)), int(rng.integers(3, 9))
     cases = {
         "ordinary scores": 2.0 * rng.standard_normal((N, C)),
@@ -641,10 +641,20 @@ def probe_softmax_by_hand(student, rng, out):
             return [loss, *_grads_of(grads, (*SOFTMAX_BY_HAND_NAMES, "max"))]
 
         keys = [f"loss:{label}"] + [
-            f"logsum:{label}" if n == "log_sum" else f"grad:d{n}, {label}"
+            f"{KNOWN[n]}:{label}" if n in known_once_n_is(label) else f"grad:d{n}, {label}"
             for n in SOFTMAX_BY_HAND_NAMES
         ]
         out.record([*keys, f"shift:{label}"], compute)
+
+
+KNOWN = {"log_sum": "logsum", "sum": "sum", "exp": "exp"}  # their rules, which need the loss
+
+
+def known_once_n_is(label: str) -> tuple[str, ...]:
+    """The gradients that are 1/N in every entry (to rounding), so guessable from the sizes
+    alone: dlog_sum always; dsum and dexp too near 1e3, where each row's sum of exp is 1
+    (a replay of the public references earned them on 3% of secret seeds)."""
+    return ("log_sum", "sum", "exp") if "1e3" in label else ("log_sum",)
 
 
 def largest_magnitude(got, want) -> float:
@@ -677,11 +687,23 @@ register(
                 "dshifted = dlog_probs + exp * dsum, which collapses to (p - one_hot(y)) / N; "
                 "dS = dshifted (the max's path adds nothing).",
             ),
-            # 1/N in every row, known once N is: credited only with the loss.
+            # 1/N in every entry, known once N is: credited only with the loss.
             "logsum": Rule(
                 "gradient dlog_sum at",
                 rtol=1e-8,
                 hint="dlog_sum = -(row sums of dlog_probs), shaped (N, 1).",
+                requires="loss",
+            ),
+            "sum": Rule(
+                "gradient dsum at",
+                rtol=1e-8,
+                hint="dsum = dlog_sum / sum, shaped (N, 1).",
+                requires="loss",
+            ),
+            "exp": Rule(
+                "gradient dexp at",
+                rtol=1e-8,
+                hint="dexp = dsum broadcast over the row, shaped (N, C).",
                 requires="loss",
             ),
             "shift": Rule(
