@@ -80,3 +80,32 @@ def test_a_timestamp_txt_that_never_ends_does_not_exhaust_the_graders_memory(tmp
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
     assert batch.scores().get("zoe") == batch.max_scores()
     assert "MemoryError" not in proc.stdout, proc.stdout
+
+
+def test_a_resubmission_does_not_get_the_inputs_its_feedback_showed(tmp_path):
+    """The grading seeds reach the kernel (they must), so a cell can print them into the
+    student's feedback; a changed submission must meet new ones (seeds are salted by the
+    submission's digest), and the same submission graded again the same ones."""
+    import json
+
+    batch = Batch(tmp_path, ASSIGNMENT, NOTEBOOK)
+    nb = batch.answered(trim=True)
+    nb.cells.append(
+        nbformat.v4.new_code_cell(
+            "import json, course.grader.probe as P; print(json.dumps(sorted(P._SEEDS.items())))"
+        )
+    )
+
+    def graded_seeds(*flags) -> dict:
+        batch.course_grade("--workers", "1", *flags)
+        return dict(json.loads(cell_text(batch, "mallory", "P._SEEDS")))
+
+    batch.submit("mallory", nb)
+    first = graded_seeds()
+    assert first and graded_seeds("--force") == first, "the same submission, other inputs"
+    nb.cells.insert(1, nbformat.v4.new_code_cell("resubmitted = True"))
+    batch.submit("mallory", nb)
+    second = graded_seeds("--force")
+    known = {name for name, seed in second.items() if first.get(name) == seed}
+    assert second and not known, f"regraded on inputs its first feedback showed: {known}"
+    assert batch.scores()["mallory"] == batch.max_scores()

@@ -25,7 +25,7 @@ LAYERS = [
      "course.mlp", "course.deepnet", "course.notebook", "course.paths", "course.carry"},
     # 1: the grader core and the hidden checks.
     {"course.grading", "course.grader", "course.grader.model", "course.grader.probe",
-     "course.grader.cells", "course.grader.sources",
+     "course.grader.cells", "course.grader.files", "course.grader.sources",
      "course.grader.judge", "course.grader.references", "course.grader.figures",
      "course.checks", "course.checks.*"},
     # 2: nbgrader integration.

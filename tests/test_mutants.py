@@ -18,7 +18,8 @@ from course.authoring.build import notebook_from_text
 from course.authoring.classroom import judge_in_process, mutate, solution_sources
 from course.checks import assignment_modules
 from course.grader.cells import grade_id_of_test_cell, nbgrader_meta, solution_cell_id
-from course.grader.inputs import secret_inputs
+from course.grader.inputs import Inputs
+from course.grader.parallel import make_job
 from course.paths import course_root
 from tests.harness import Batch
 
@@ -127,6 +128,11 @@ def sample(module) -> list:
     return [module.MUTANTS[0], module.MUTANTS[-1], module.ALTERNATES[0]]
 
 
+def submission_inputs(root, assignment: str, student: str) -> Inputs:
+    """The seeds and references `course grade` uses for that student's submission."""
+    return Inputs.from_json(make_job(root, assignment, student, True, False)["inputs"])
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "module",
@@ -141,9 +147,9 @@ def test_in_process_judging_agrees_with_nbgrader(module, tmp_path):
     batch.submit("blank", batch.release)
     batch.grade()
     graded = batch.scores()
-    # The same secret inputs as that run (the scratch course's secret, made on first use).
-    inputs = secret_inputs(batch.course.root, module.ASSIGNMENT)
     for index, variant in enumerate(chosen):
+        # The secret inputs of that submission in that run (course.grader.inputs).
+        inputs = submission_inputs(batch.course.root, module.ASSIGNMENT, f"variant{index}")
         assert graded[f"variant{index}"] == in_process(module, variant, inputs), variant.name
     assert set(graded["blank"].values()) == {0.0}, "the blank release earns points"
 

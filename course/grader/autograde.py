@@ -55,7 +55,7 @@ def printable(text: object, limit: int = 300) -> str:
 def preflight(folder: Path, expected: list[str]) -> list[str]:
     """Problems that stop a submission's notebooks from being graded, in words. Nothing
     is read through a link, nor beyond the size a submission may have."""
-    from course.grader.parallel import MAX_SUBMISSION_BYTES, read_regular, regular_files
+    from course.grader.files import MAX_SUBMISSION_BYTES, read_regular, regular_files
     from course.grader.recording import BOOKKEEPING, BOOKKEEPING_BYTES
 
     problems = []
@@ -169,7 +169,7 @@ def assignment_in_gradebook(root: Path, assignment: str) -> bool:
 def submission_digest(folder: Path) -> str:
     """A fingerprint of a submission's files: a re-run regrades only what changed. Links
     count by their target's name, never by what they point to."""
-    from course.grader.parallel import regular_files
+    from course.grader.files import regular_files
 
     digest = hashlib.sha256()
     files, others = regular_files(folder)
@@ -268,7 +268,7 @@ def grade(
     Raises SandboxUnavailable, before grading anything, where no sandbox can start.
     """
     from course.grader import sandbox
-    from course.grader.parallel import regular_files
+    from course.grader.files import regular_files
 
     workers = workers or os.cpu_count() or 1
 

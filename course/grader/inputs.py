@@ -4,17 +4,19 @@ a secret of the instructor's course, and the grader computes the references itse
 - The secret: `.nbgrader/secret` in the course directory (created on first use, mode 0600;
   `.nbgrader/` is in .gitignore, so it is never committed nor released). The sandbox hides
   the course directory from every kernel.
-- A check's seed: HMAC-SHA256(secret, check name). The same submission graded twice gets
-  the same inputs, so the same scores; nobody without the secret can know them in advance.
+- A check's seed: HMAC-SHA256(secret, check name + the digest of the submitted notebook's
+  cells). The same submission graded twice gets the same inputs, so the same scores; a
+  changed submission (a resubmission) gets new ones, so what its earlier feedback showed
+  of its inputs is worth nothing; nobody without the secret can know them in advance.
 - The references for those seeds: the source solutions (trusted code) probed in the
-  grader's process by course.grader.sources.compute_references, once per secret, sources
-  and package version (cached in `.nbgrader/inputs/`, a grader-only place).
+  grader's process by course.grader.sources.compute_references, once per set of seeds,
+  sources and package version (cached in `.nbgrader/inputs/`, a grader-only place).
 - In a kernel, a grade cell is told only its own check's seed: `SeedHiddenChecks`, before
   execution, puts one line in front of the cell's code; `JudgeHiddenChecks`, after it,
   judges against the references for that seed and puts the cell's code back. The grader
   never reads a seed back from the kernel: a kernel that changes its seed only gets inputs
   nobody graded.
-- Workers (local or Dask) get the seeds and references with the task
+- Workers (local or Dask) get their submission's seeds and references with the task
   (course.grader.parallel), as a file `SHIPPED` of their scratch course.
 
 The committed `references/` (public seeds, course.grader.model.public_seed) serve only
@@ -31,6 +33,7 @@ import io
 import json
 import os
 import secrets
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -94,9 +97,32 @@ def secret(root: Path) -> bytes:
     return text.encode()
 
 
-def seed_of(key: bytes, name: str) -> int:
-    """A check's seed: HMAC-SHA256(secret, check name), as a 63-bit integer."""
-    return int.from_bytes(hmac.new(key, name.encode(), hashlib.sha256).digest()[:8], "big") >> 1
+def seed_of(key: bytes, name: str, salt: str = "") -> int:
+    """A check's seed: HMAC-SHA256(secret, check name + salt), as a 63-bit integer; the salt
+    is the digest of the submitted notebook (notebook_salt)."""
+    message = name.encode() + b"\0" + salt.encode()
+    return int.from_bytes(hmac.new(key, message, hashlib.sha256).digest()[:8], "big") >> 1
+
+
+def submission_salt(files: dict[str, bytes]) -> str:
+    """A digest of a submission's files (names and bytes): what a student changes when they
+    resubmit, a notebook or any file it reads."""
+    digest = hashlib.sha256()
+    for rel in sorted(files):
+        digest.update(rel.encode() + b"\0" + hashlib.sha256(files[rel]).digest())
+    return digest.hexdigest()
+
+
+def notebook_salt(nb, folder: Path | None = None) -> str:
+    """Where nbgrader itself runs the preprocessors (plain `nbgrader autograde`): a digest of
+    the notebook's cells (type and source) and of the other files beside it in `folder`."""
+    from course.grader.files import folder_files
+
+    files = folder_files(folder) if folder and folder.is_dir() else {}
+    files = {rel: data for rel, data in files.items() if not rel.endswith(".ipynb")}
+    cells = [[str(c.get("cell_type", "")), str(c.get("source", ""))] for c in nb.cells]
+    files["\0cells"] = json.dumps(cells).encode()
+    return submission_salt(files)
 
 
 def checks_of(assignment: str) -> list[model.Check]:
@@ -116,15 +142,22 @@ def _digest(root: Path, assignment: str) -> str:
     return digest.hexdigest()
 
 
-def secret_inputs(root: Path, assignment: str) -> Inputs:
-    """The seeds of a grading run of `assignment` and the references for them (cached)."""
+def secret_inputs(root: Path, assignment: str, salts: dict[str, str] | None = None) -> Inputs:
+    """The seeds of grading a submission of `assignment` whose notebooks have `salts`
+    ({notebook name: notebook_salt}), and the references for them (cached)."""
     from course.grader.sources import compute_references
 
     root = Path(root)
     key = secret(root)
-    seeds = {c.name: seed_of(key, c.name) for c in checks_of(assignment)}
-    tag = hashlib.sha256(key + b"\0" + _digest(root, assignment).encode()).hexdigest()[:20]
-    cache = root / CACHE / f"{assignment}-{tag}.json"
+    salts = salts or {}
+    seeds = {
+        c.name: seed_of(key, c.name, salts.get(c.notebook.partition("/")[2], ""))
+        for c in checks_of(assignment)
+    }
+    version = hashlib.sha256(key + b"\0" + _digest(root, assignment).encode()).hexdigest()[:20]
+    folder = root / CACHE / f"{assignment}-{version}"
+    tag = hashlib.sha256(json.dumps(seeds, sort_keys=True).encode()).hexdigest()[:20]
+    cache = folder / f"{tag}.json"
     if cache.exists():
         return Inputs.from_json(cache.read_text())
     with contextlib.redirect_stdout(io.StringIO()):  # what the solution cells print
@@ -136,9 +169,10 @@ def secret_inputs(root: Path, assignment: str) -> Inputs:
     if missing:
         raise InputsError(f"the source solutions of {assignment} compute no {sorted(missing)}")
     inputs = Inputs(False, seeds, references)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    for stale in cache.parent.glob(f"{assignment}-*.json"):
-        stale.unlink()
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in (root / CACHE).glob(f"{assignment}-*"):  # other sources, or another secret
+        if stale != folder:
+            shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
     fd = os.open(cache, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as out:
         out.write(inputs.to_json())
@@ -154,8 +188,12 @@ def public_inputs(root: Path, assignment: str) -> Inputs:
     return Inputs(True, seeds, references)
 
 
-def for_run(root: Path, assignment: str, public: bool) -> Inputs:
-    return public_inputs(root, assignment) if public else secret_inputs(root, assignment)
+def for_run(
+    root: Path, assignment: str, public: bool, salts: dict[str, str] | None = None
+) -> Inputs:
+    if public:
+        return public_inputs(root, assignment)
+    return secret_inputs(root, assignment, salts)
 
 
 # ---------------------------------------------------------------- in nbgrader's pipeline
@@ -193,7 +231,7 @@ class SeedHiddenChecks(NbGraderPreprocessor):
         "checkout the package lives in).",
     ).tag(config=True)
 
-    def inputs(self, resources) -> Inputs:
+    def inputs(self, nb, resources) -> Inputs:
         from course.paths import course_root
 
         if self.shipped:
@@ -202,10 +240,12 @@ class SeedHiddenChecks(NbGraderPreprocessor):
         if not assignment:
             raise InputsError("SeedHiddenChecks: nbgrader did not say which assignment this is")
         root = Path(self.course_root) if self.course_root else course_root()
-        return for_run(root, assignment, self.public)
+        folder = resources.get("metadata", {}).get("path")
+        salts = {resources.get("unique_key", ""): notebook_salt(nb, folder and Path(folder))}
+        return for_run(root, assignment, self.public, salts)
 
     def preprocess(self, nb, resources):
-        inputs = self.inputs(resources)
+        inputs = self.inputs(nb, resources)
         resources["hidden_inputs"] = inputs
         originals = {}
         for cell in nb.cells:

@@ -37,8 +37,9 @@ from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+from course.grader.files import folder_files, read_regular
+
 PASSED_ENV = ("COURSE_CELL_TIMEOUT", "COURSE_SUBMISSION_TIMEOUT")
-MAX_SUBMISSION_BYTES = 64 * 2**20  # what a submission's files may weigh, in all
 MAX_NOTEBOOK_BYTES = 32 * 2**20  # what a graded notebook read back may weigh
 
 
@@ -47,11 +48,9 @@ MAX_NOTEBOOK_BYTES = 32 * 2**20  # what a graded notebook read back may weigh
 
 def course_files(root: Path, assignment: str) -> dict[str, bytes]:
     """What a worker needs of the course directory to grade `assignment` (its release is
-    made there, by GenerateAssignment), the run's seeds and references, computed here
-    from the course's secret (course.grader.inputs): a worker never holds the secret; and
-    the committed references of the earlier assignments whose carried code the checks run
-    through (they only explain a failure, course.carry, and award nothing)."""
-    from course.grader import inputs
+    made there, by GenerateAssignment), and the committed references of the earlier
+    assignments whose carried code the checks run through (they only explain a failure,
+    course.carry, and award nothing)."""
     from course.grader.model import checks_by_name
 
     files = {"nbgrader_config.py": (root / "nbgrader_config.py").read_bytes()}
@@ -67,60 +66,41 @@ def course_files(root: Path, assignment: str) -> dict[str, bytes]:
         for path in sorted(folder.rglob("*")) if folder.exists() else []:
             if path.is_file() and "__pycache__" not in path.parts:
                 files[path.relative_to(root).as_posix()] = path.read_bytes()
-    public = bool(load_config(root).SeedHiddenChecks.get("public", False))
-    files[inputs.SHIPPED] = inputs.for_run(root, assignment, public).to_json().encode()
     return files
-
-
-def regular_files(folder: Path) -> tuple[list[Path], list[str]]:
-    """The regular files under folder, found without following any link; and, in words,
-    what else is there (links, devices, pipes): never read, never copied."""
-    files, others = [], []
-    for dirpath, dirnames, filenames in os.walk(folder):  # os.walk does not enter links
-        for name in sorted(dirnames + filenames):
-            path = Path(dirpath) / name
-            st = path.lstat()
-            rel = path.relative_to(folder).as_posix()
-            if stat.S_ISLNK(st.st_mode):
-                others.append(f"{rel!r} is a symbolic link: not followed")
-            elif not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
-                others.append(f"{rel!r} is not a regular file: ignored")
-            elif stat.S_ISREG(st.st_mode):
-                files.append(path)
-    return sorted(files), others
-
-
-def read_regular(path: Path, limit: int) -> bytes:
-    """A regular file's bytes, never through a link, at most `limit` of them."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise OSError(f"{path.name} is not a regular file")
-        data = f.read(limit + 1)
-    if len(data) > limit:
-        raise OSError(f"{path.name} is larger than {limit // 2**20} MB")
-    return data
 
 
 def submission_files(root: Path, assignment: str, student: str) -> dict[str, bytes]:
     """A submission's regular files (links and special files are left out: the preflight
     reports them), at most MAX_SUBMISSION_BYTES in all."""
-    folder = root / "submitted" / student / assignment
-    files, left = {}, MAX_SUBMISSION_BYTES
-    for path in regular_files(folder)[0]:
-        data = read_regular(path, left)
-        left -= len(data)
-        files[path.relative_to(folder).as_posix()] = data
-    return files
+    return folder_files(root / "submitted" / student / assignment)
 
 
-def make_job(root: Path, assignment: str, student: str, sandboxed: bool) -> dict:
+def make_job(root: Path, assignment: str, student: str, sandboxed: bool, public: bool) -> dict:
+    """One submission's task: its files, and its seeds and references, computed here from
+    the course's secret and the submission's own digest (course.grader.inputs): a worker
+    never holds the secret."""
+    from course.grader import inputs
+
+    files = submission_files(root, assignment, student)
+    salts = dict.fromkeys(_notebook_names(assignment), inputs.submission_salt(files))
     return {
         "assignment": assignment,
         "student": student,
-        "files": submission_files(root, assignment, student),
+        "files": files,
+        "inputs": inputs.for_run(root, assignment, public, salts).to_json(),
         "sandboxed": sandboxed,
         "env": {k: os.environ[k] for k in PASSED_ENV if k in os.environ},
+    }
+
+
+def _notebook_names(assignment: str) -> set[str]:
+    """The names of the assignment's graded notebooks (those its checks are in)."""
+    from course.grader.model import checks_by_name
+
+    return {
+        c.notebook.partition("/")[2]
+        for c in checks_by_name().values()
+        if c.notebook.startswith(f"{assignment}/")
     }
 
 
@@ -216,6 +196,7 @@ def grade_submission(job: dict, course: dict[str, bytes]) -> dict:
     from nbgrader.utils import capture_log
     from sqlalchemy.exc import SAWarning
 
+    from course.grader.inputs import SHIPPED
     from course.grader.nbgrader_ext import FAULTS, INTERRUPTIONS
 
     assignment, student = job["assignment"], job["student"]
@@ -233,6 +214,7 @@ def grade_submission(job: dict, course: dict[str, bytes]) -> dict:
         autograded = root / "autograded" / student
         try:
             _write_tree(submitted / assignment, job["files"])
+            _write_tree(root, {SHIPPED: job["inputs"].encode()})  # its seeds and references
             config = _worker_config(root)
             config.GuardedExecute.sandbox = job["sandboxed"]
             # Grades are recorded by the parent, in the course's gradebook; the private one
@@ -416,7 +398,8 @@ def grade_all(
     """Grade `students`' submissions on local workers or a Dask cluster; yield (job, result)
     in the order they finish. Reads the course directory; writes nothing."""
     course = course_files(root, assignment)
-    jobs = [make_job(root, assignment, s, sandboxed) for s in students]
+    public = bool(load_config(root).SeedHiddenChecks.get("public", False))
+    jobs = [make_job(root, assignment, s, sandboxed, public) for s in students]
     if scheduler:
         return run_dask(jobs, course, scheduler)  # Dask workers warm up on their own
     warm_up()
