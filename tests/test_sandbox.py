@@ -135,6 +135,20 @@ def test_a_kernel_without_the_sandbox_gets_one_blas_thread_too(monkeypatch, tmp_
     assert nb.cells[0].outputs[0]["text"].strip() == "1"
 
 
+def test_a_submissions_time_budget_is_sized_to_a_notebook(monkeypatch):
+    """Round 4: a notebook of cells that each stop just under the cell timeout held a
+    worker for ten timeouts (600 s); the budget is now four (a training cell's three and
+    one more), unless the course sets one."""
+    from course.grader.nbgrader_ext import GuardedExecute
+
+    monkeypatch.delenv("COURSE_SUBMISSION_TIMEOUT", raising=False)
+    assert GuardedExecute(sandbox=False, timeout=60).budget() == 240
+    assert GuardedExecute(sandbox=False, timeout=5).budget() == 20
+    assert GuardedExecute(sandbox=False, timeout=60, submission_timeout=90).budget() == 90
+    monkeypatch.setenv("COURSE_SUBMISSION_TIMEOUT", "45")
+    assert GuardedExecute(sandbox=False, timeout=60).budget() == 45
+
+
 def test_the_limits_are_settings_of_the_course(tmp_path):
     """Issue 13: the sandbox's limits are traits, set in nbgrader_config.py like nbgrader's
     own, and reach the kernel's command line."""

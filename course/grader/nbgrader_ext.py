@@ -250,8 +250,8 @@ class GuardedExecute(PromptReplies, Execute):
     ).tag(config=True)
     submission_timeout = Float(
         0,
-        help="Seconds all the cells of one submission may run in total (0: ten cell "
-        "timeouts and at least 300, or $COURSE_SUBMISSION_TIMEOUT).",
+        help="Seconds all the cells of one submission may run in total (0: four cell "
+        "timeouts, or $COURSE_SUBMISSION_TIMEOUT).",
     ).tag(config=True)
     output_limit = Integer(
         16 * 2**20, help="Bytes of output (all messages) one submission may produce."
@@ -273,7 +273,9 @@ class GuardedExecute(PromptReplies, Execute):
             return self.submission_timeout
         if os.environ.get("COURSE_SUBMISSION_TIMEOUT"):
             return float(os.environ["COURSE_SUBMISSION_TIMEOUT"])
-        return max(300.0, 10.0 * float(self.timeout or 60))
+        # A notebook is meant to run in about a minute with the solutions; a training cell
+        # may take three cell timeouts, and the rest one more (240 s by default).
+        return 4.0 * float(self.timeout or 60)
 
     def preprocess(self, nb, resources, retries=None):
         self._cut_off = None
