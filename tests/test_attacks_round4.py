@@ -109,3 +109,47 @@ def test_a_resubmission_does_not_get_the_inputs_its_feedback_showed(tmp_path):
     known = {name for name, seed in second.items() if first.get(name) == seed}
     assert second and not known, f"regraded on inputs its first feedback showed: {known}"
     assert batch.scores()["mallory"] == batch.max_scores()
+
+
+# The kernel side of the checks (course.grader.probe) is importable from a grading kernel,
+# and `nudged` is a numerical gradient but for one subtraction.
+BORROWED_CHECKER = """
+def eval_numerical_gradient(f, x, h=1e-5):
+    from course.grader.probe import nudged
+    plus, minus = nudged(f, x, None, h)
+    return (plus - minus) / (2 * h)
+"""
+
+
+HONEST_CHECKER = """
+import numpy as np
+
+def eval_numerical_gradient(f, x, h=1e-5):
+    grad = np.zeros_like(x, dtype=float)
+    for ix in np.ndindex(x.shape):
+        old = x[ix]
+        x[ix] = old + h
+        plus = f(x)
+        x[ix] = old - h
+        minus = f(x)
+        x[ix] = old
+        grad[ix] = (plus - minus) / (2 * h)
+    return grad
+"""
+
+
+def test_a_kernel_cannot_borrow_the_probes_numerical_gradient():
+    """Judged in this process, as the grader judges a kernel's outputs (test_mutants)."""
+    from course.authoring.classroom import fill, judge_in_process, solution_sources
+    from course.paths import course_root
+    from tests.test_mutants import source_notebook
+
+    release = course_root() / "release" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    nb = fill(
+        nbformat.read(release, as_version=4), {"eval_numerical_gradient_solution": BORROWED_CHECKER}
+    )
+    scores = judge_in_process(source_notebook(ASSIGNMENT, NOTEBOOK), solution_sources(nb))
+    assert scores["eval_numerical_gradient"] == 0
+    honest = fill(nb, {"eval_numerical_gradient_solution": HONEST_CHECKER})
+    scores = judge_in_process(source_notebook(ASSIGNMENT, NOTEBOOK), solution_sources(honest))
+    assert scores["eval_numerical_gradient"] > 0

@@ -7,7 +7,9 @@ This is the only grading module that runs inside a student's kernel. It decides 
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
+import types
 import warnings
 from collections.abc import Callable
 
@@ -26,9 +28,29 @@ class Student:
         if name.startswith("_"):
             raise AttributeError(name)
         try:
-            return self._ns[name]
+            value = self._ns[name]
         except KeyError:
             raise MissingName(f"the notebook defines no `{name}`") from None
+        return _student_function(value) if isinstance(value, types.FunctionType) else value
+
+
+# How many of the student's functions the probe is inside: `nudged` is for the probe's own
+# gradient observations, not a numerical gradient a student's function may borrow (01
+# grades the one they write). Code that resets this on purpose is tampering, and still
+# only computes a slow, right answer: the README says so.
+_IN_STUDENT = [0]
+
+
+def _student_function(function):
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        _IN_STUDENT[0] += 1
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _IN_STUDENT[0] -= 1
+
+    return call
 
 
 @contextlib.contextmanager
@@ -92,6 +114,11 @@ def nudged(f: Callable[[np.ndarray], object], x: np.ndarray, df=None, h: float =
     Returns (plus, minus), each shaped like x. The grader, not the kernel, turns them into
     a centred difference and compares it with the student's gradient (course.checks.common).
     """
+    if _IN_STUDENT[0]:
+        raise PermissionError(
+            "course.grader.probe.nudged is the grader's own: a graded function must compute "
+            "its gradient itself"
+        )
     x = np.array(x, dtype=np.float64)
     plus, minus = np.zeros_like(x), np.zeros_like(x)
     for ix in np.ndindex(x.shape):
