@@ -153,3 +153,59 @@ def test_a_kernel_cannot_borrow_the_probes_numerical_gradient():
     honest = fill(nb, {"eval_numerical_gradient_solution": HONEST_CHECKER})
     scores = judge_in_process(source_notebook(ASSIGNMENT, NOTEBOOK), solution_sources(honest))
     assert scores["eval_numerical_gradient"] > 0
+
+
+# The kernel's sockets folder is bound read-write from the grader's own disk: the write
+# budget is a watchdog that looks every half second, and fallocate reserved gigabytes in
+# milliseconds (3.2 GB in 11 ms; 512 open files of 64 MB each, again and again). The
+# sandbox's seccomp filter now refuses fallocate (and io_uring, which could do the same).
+FALLOCATE = r"""
+import glob, os
+d = glob.glob('/tmp/el-kernel-*/sockets')[0]
+refused = 0
+for i in range(16):
+    fd = os.open(f'{d}/f{i}', os.O_WRONLY | os.O_CREAT)
+    try:
+        os.posix_fallocate(fd, 0, 64 << 20)
+    except OSError:
+        refused += 1
+    os.close(fd)
+used = sum(os.stat(f'{d}/f{i}').st_blocks * 512 for i in range(16))
+print('RESERVED', used, 'REFUSED', refused)
+"""
+
+
+def test_a_kernel_cannot_reserve_the_graders_disk(tmp_path):
+    import copy
+
+    batch = Batch(tmp_path, ASSIGNMENT, NOTEBOOK)
+    nb = copy.deepcopy(batch.release)
+    nb.cells.insert(2, nbformat.v4.new_code_cell(FALLOCATE))
+    batch.submit("mallory", nb)
+    batch.course_grade("--workers", "1")
+    printed = cell_text(batch, "mallory", "posix_fallocate")
+    assert "RESERVED" in printed, printed
+    reserved = int(printed.split("RESERVED")[1].split()[0])
+    assert reserved <= 64 << 20, f"{reserved >> 20} MB reserved on the grader's disk"
+    assert "REFUSED 16" in printed
+
+
+def test_the_seccomp_filter_refuses_what_it_lists():
+    """The filter is a program for the machine's kernel: check its shape on both machines
+    listed, and that a syscall it does not list passes (run for real in the test above)."""
+    import struct
+
+    from course.grader.sandbox import REFUSED_SYSCALLS, seccomp_filter
+
+    for machine, numbers in REFUSED_SYSCALLS.items():
+        program = seccomp_filter(machine)
+        instructions = [
+            struct.unpack("=HBBI", program[i : i + 8]) for i in range(0, len(program), 8)
+        ]
+        assert instructions[-2] == (0x06, 0, 0, 0x7FFF0000)  # allow the rest
+        refused = {k for code, jt, _, k in instructions if code == 0x15 and jt} - {
+            0xC000003E,
+            0xC00000B7,
+        }
+        assert refused == set(numbers.values())
+    assert seccomp_filter("riscv64") is None
