@@ -45,15 +45,21 @@ def _references(args) -> int:
 
 def _grade(args) -> int:
     from course.grader import autograde
+    from course.grader.cluster import ClusterError, checked
     from course.grader.nbgrader_ext import GraderFault
     from course.grader.sandbox import SandboxUnavailable
 
+    try:
+        scheduler = args.scheduler and checked(args.scheduler, args.tls, args.insecure_scheduler)
+    except ClusterError as exc:
+        print(f"course grade: nothing graded: {exc}", file=sys.stderr)
+        return 2
     try:
         statuses = autograde.grade(
             course_root(),
             args.assignment,
             sandboxed=not args.unsandboxed,
-            scheduler=args.scheduler,
+            scheduler=scheduler or None,
             **{k: v for k, v in vars(args).items() if k in ("workers", "force")},
         )
     except SandboxUnavailable as exc:
@@ -116,6 +122,24 @@ def _demo(args) -> int:
     return demo.main(into=args.into)
 
 
+def _cluster_certs(args) -> int:
+    from course.grader import cluster
+
+    try:
+        cluster.make_certificates(args.folder)
+    except cluster.ClusterError as exc:
+        print(f"course cluster-certs: {exc}", file=sys.stderr)
+        return 2
+    options = " ".join(cluster.dask_options(args.folder))
+    print(
+        f"{args.folder}: the grading cluster's certificates (keep the folder private).\n"
+        f"  dask scheduler --protocol tls {options}\n"
+        f"  dask worker tls://SCHEDULER:8786 --nthreads 1 {options}\n"
+        f"  course grade ASSIGNMENT --scheduler tls://SCHEDULER:8786 --tls {args.folder}"
+    )
+    return 0
+
+
 def _bench(args) -> int:
     from course.authoring import bench
 
@@ -139,7 +163,21 @@ def main(argv: list[str] | None = None) -> int:
         help="execute this many submissions at once (default: one per core)",
     )
     grade.add_argument(
-        "--scheduler", metavar="ADDRESS", help="execute on a Dask cluster, e.g. tcp://10.0.0.5:8786"
+        "--scheduler",
+        metavar="ADDRESS",
+        help="execute on a Dask cluster over TLS, e.g. tls://10.0.0.5:8786 (with --tls)",
+    )
+    grade.add_argument(
+        "--tls",
+        metavar="DIR",
+        type=Path,
+        help="the cluster's certificates (made by `course cluster-certs DIR`)",
+    )
+    grade.add_argument(
+        "--insecure-scheduler",
+        action="store_true",
+        help="accept a scheduler without TLS (only one nobody else can reach: any of its "
+        "clients runs code on the workers, outside the sandbox)",
     )
     grade.add_argument(
         "--force",
@@ -205,6 +243,11 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument(
         "--into", type=Path, help="folder of the demo (default: demo/ in the course directory)"
     )
+    certs = commands.add_parser(
+        "cluster-certs",
+        help="make the TLS certificates of a Dask grading cluster (`course grade --tls`)",
+    )
+    certs.add_argument("folder", type=Path, help="where to write them (a new, private folder)")
     bench = commands.add_parser(
         "bench", help="time every notebook and the autograding of one submission"
     )
@@ -230,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         "validate": _validate,
         "lab": _lab,
         "demo": _demo,
+        "cluster-certs": _cluster_certs,
         "bench": _bench,
     }
     return handler[args.command](args)

@@ -106,6 +106,27 @@ def read_nb(path: Path):
 
 
 @contextlib.contextmanager
+def tls_local_cluster(workers: int, certs: Path):
+    """A Dask LocalCluster over mutual TLS (the certificates made in `certs`); yields the
+    Scheduler to pass to `course grade` (Scheduler.flags())."""
+    import distributed
+
+    from course.grader import cluster
+
+    cluster.make_certificates(certs)
+    with distributed.LocalCluster(
+        n_workers=workers,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        protocol="tls",
+        security=cluster.security(certs),
+    ) as local:
+        yield cluster.Scheduler(local.scheduler_address, certs)
+
+
+@contextlib.contextmanager
 def postgres_server(sockets_under: str | None = None):
     """A real PostgreSQL server on loopback, in a folder of its own: (URL, socket folder, port).
 

@@ -21,7 +21,14 @@ import pytest
 
 from course.grader.cells import solution_cell_id
 from course.paths import tool_env
-from tests.harness import Batch, postgres_server, read_nb, released_points, tree_digest
+from tests.harness import (
+    Batch,
+    postgres_server,
+    read_nb,
+    released_points,
+    tls_local_cluster,
+    tree_digest,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("adversarial")]
 
@@ -827,7 +834,7 @@ def postgres_on_a_socket():
 def attacked_on_dask_and_postgres(postgres_on_a_socket):
     """Attackers and an honest student graded on a Dask worker, into a PostgreSQL gradebook
     whose Unix socket is under /run; the grader's environment holds secrets."""
-    distributed = pytest.importorskip("distributed")
+    pytest.importorskip("distributed")
     url, sockets, port = postgres_on_a_socket
     root = outside_tmp_and_home()
     saved = {k: os.environ.get(k) for k in [*SECRETS, "COURSE_DB_URL"]}
@@ -847,15 +854,9 @@ def attacked_on_dask_and_postgres(postgres_on_a_socket):
         batch.submit("attack_postgres_friend", batch.release)
         batch.submit("honest_solution", batch.answered(trim=True))
         before = tree_digest(root / "submitted")
-        with distributed.LocalCluster(
-            n_workers=1,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=None,
-        ) as cluster:
+        with tls_local_cluster(1, root / "cluster-certs") as scheduler:
             env = tool_env(COURSE_ROOT=str(root), COURSE_CELL_TIMEOUT=str(CELL_TIMEOUT))
-            proc = batch.course_grade("--scheduler", cluster.scheduler_address, env=env)
+            proc = batch.course_grade(*scheduler.flags(), env=env)
         yield batch, proc, url, before
     finally:
         for key, value in saved.items():

@@ -209,3 +209,59 @@ def test_the_seccomp_filter_refuses_what_it_lists():
         }
         assert refused == set(numbers.values())
     assert seccomp_filter("riscv64") is None
+
+
+# A student who can reach the scheduler (a hub account on the grading machine, any host on
+# its network) ran code in every worker, outside the sandbox, before the instructor graded:
+# every check then scored full points. The scheduler now takes members of the cluster only
+# (mutual TLS, course.grader.cluster): a client without the cluster's key is turned away.
+STUDENT_CLIENT = """
+import sys
+from distributed import Client
+from distributed.security import Security
+
+def forge():
+    import course.grader.judge as judge
+
+    def score(check, results):
+        return float(check.points)
+
+    judge.score.__code__ = score.__code__
+
+address, ca, cert, key = sys.argv[1:]
+attempts = {
+    "plain tcp": (address.replace("tls://", "tcp://"), None),
+    "tls, no certificate": (address, Security(tls_ca_file=ca, require_encryption=True)),
+    "tls, its own certificate": (address, Security(
+        tls_ca_file=ca, tls_client_cert=cert, tls_client_key=key, require_encryption=True)),
+}
+for name, (where, security) in attempts.items():
+    try:
+        with Client(where, security=security, timeout="10s") as client:
+            client.run(forge)
+            print("FORGED", name)
+    except Exception as exc:
+        print("REFUSED", name, type(exc).__name__)
+"""
+
+
+def test_a_client_of_the_dask_scheduler_cannot_forge_grades(tmp_path):
+    pytest.importorskip("distributed")
+    from course.authoring.bench import dask_cluster
+    from course.grader.cluster import CA, CERT, KEY, make_certificates
+
+    batch = Batch(tmp_path / "course", ASSIGNMENT, NOTEBOOK)
+    batch.submit("mallory", batch.release)  # blank
+    make_certificates(tmp_path / "mallory")  # an authority and a certificate of her own
+    with dask_cluster(1) as (scheduler, _):
+        mine = [str(tmp_path / "mallory" / name) for name in (CERT, KEY)]
+        argv = [scheduler.address, str(scheduler.tls / CA), *mine]  # the CA is not secret
+        proc = subprocess.run(
+            [sys.executable, "-c", STUDENT_CLIENT, *argv],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.stdout.count("REFUSED") == 3, proc.stdout + proc.stderr[-2000:]
+        batch.course_grade(*scheduler.flags())
+    assert sum(batch.scores()["mallory"].values()) == 0

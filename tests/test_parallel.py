@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from course.paths import tool_env
-from tests.harness import Batch, postgres_server, tree_digest
+from tests.harness import Batch, postgres_server, tls_local_cluster, tree_digest
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("parallel")]
 
@@ -153,30 +153,50 @@ def test_a_rerun_grades_only_new_or_changed_submissions(twins):
 
 
 @pytest.fixture(scope="module")
-def dask_cluster():
-    distributed = pytest.importorskip("distributed")
-    cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
-    )
-    yield cluster
-    cluster.close()
+def dask_cluster(tmp_path_factory):
+    pytest.importorskip("distributed")
+    with tls_local_cluster(2, tmp_path_factory.mktemp("certs")) as scheduler:
+        yield scheduler
 
 
 def test_a_dask_cluster_grades_the_same(twins, dask_cluster, tmp_path):
     sequential, _, _ = twins
     batch = Batch(tmp_path, ASSIGNMENT, NOTEBOOK)
     submit_class(batch)
-    proc = batch.course_grade("--scheduler", dask_cluster.scheduler_address)
+    proc = batch.course_grade(*dask_cluster.flags())
     assert proc.returncode == 1, proc.stdout + proc.stderr  # emmy is cut off
     assert batch.scores() == sequential.scores()
 
 
+@pytest.mark.parametrize(
+    "flags, said",
+    [
+        (["--scheduler", "tcp://127.0.0.1:9"], "is not a TLS address"),
+        (["--scheduler", "127.0.0.1:9"], "is not a TLS address"),
+        (["--scheduler", "tls://127.0.0.1:9"], "needs the cluster's certificates"),
+        (["--scheduler", "tls://127.0.0.1:9", "--tls", "nowhere"], "course cluster-certs"),
+    ],
+)
+def test_a_scheduler_without_tls_is_refused(flags, said, tmp_path):
+    """Round 4: a Dask scheduler over TCP runs any client's code on its workers, outside
+    the sandbox; `course grade` grades nothing there, and says why."""
+    batch = Batch(tmp_path, ASSIGNMENT, NOTEBOOK)
+    batch.submit("ada", batch.release)
+    proc = batch.course_grade(*flags)
+    assert proc.returncode == 2 and said in proc.stderr, proc.stderr
+    assert batch.scores() == {}
+
+
 def test_a_lost_scheduler_grades_nothing_and_says_so(tmp_path):
     pytest.importorskip("distributed")
-    batch = Batch(tmp_path, ASSIGNMENT, NOTEBOOK)
+    from course.grader.cluster import Scheduler, make_certificates
+
+    batch = Batch(tmp_path / "course", ASSIGNMENT, NOTEBOOK)
     submit_class(batch)
     before = tree_digest(batch.course.root / "submitted")
-    proc = batch.course_grade("--scheduler", "tcp://127.0.0.1:9")  # nothing listens there
+    make_certificates(tmp_path / "certs")
+    nowhere = Scheduler("tls://127.0.0.1:9", tmp_path / "certs")  # nothing listens there
+    proc = batch.course_grade(*nowhere.flags())
     assert proc.returncode == 1
     lines = [line for line in proc.stdout.splitlines() if line.startswith(("ada ", "carl "))]
     assert lines and all("NOT GRADED" in line and "cluster failed" in line for line in lines)
@@ -193,9 +213,9 @@ def test_a_scheduler_lost_mid_run_loses_nothing(twins, tmp_path):
     sequential, _, _ = twins
     batch = Batch(tmp_path / "course", ASSIGNMENT, NOTEBOOK)
     submit_class(batch)
-    with dask_cluster(1) as (address, scheduler):
+    with dask_cluster(1) as (found, scheduler):
         grading = subprocess.Popen(
-            [sys.executable, "-m", "course.cli", "grade", ASSIGNMENT, "--scheduler", address],
+            [sys.executable, "-m", "course.cli", "grade", ASSIGNMENT, *found.flags()],
             env=tool_env(COURSE_ROOT=str(batch.course.root)),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

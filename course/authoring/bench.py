@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import json
 import os
 import statistics
 import subprocess
@@ -124,33 +125,39 @@ def executions_at_once(path: Path, at_once: int, repeat: int = 3) -> float:
 
 @contextlib.contextmanager
 def dask_cluster(workers: int):
-    """A real Dask cluster on loopback, started as an instructor would (`dask scheduler`,
-    `dask worker --nthreads 1`), quiet; yields the scheduler's address and process."""
-    from distributed import Client
+    """A real Dask cluster on loopback, started as an instructor would (`course
+    cluster-certs`, then `dask scheduler` and `dask worker --nthreads 1` over TLS), quiet;
+    yields the Scheduler (course.grader.cluster) and the scheduler's process."""
+    from course.grader import cluster
 
     tools = Path(sys.executable).parent
     with tempfile.TemporaryDirectory(prefix="course-dask-") as scratch:
+        certs = Path(scratch) / "certs"
+        cluster.make_certificates(certs)
+        tls = cluster.dask_options(certs)
         address_file = Path(scratch) / "scheduler.json"
         quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "cwd": scratch}
         scheduler = subprocess.Popen(
-            [tools / "dask", "scheduler", "--host", "127.0.0.1", "--port", "0"]
-            + ["--no-dashboard", "--scheduler-file", str(address_file)],
+            [tools / "dask", "scheduler", "--protocol", "tls", "--host", "127.0.0.1"]
+            + ["--port", "0", "--no-dashboard", "--scheduler-file", str(address_file), *tls],
             **quiet,
         )
         worker = subprocess.Popen(
             [tools / "dask", "worker", "--scheduler-file", str(address_file)]
-            + ["--nworkers", str(workers), "--nthreads", "1", "--no-dashboard"],
+            + ["--nworkers", str(workers), "--nthreads", "1", "--no-dashboard", *tls],
             **quiet,
         )
         try:
+            address = None
             for _ in range(600):
-                if address_file.exists():
+                with contextlib.suppress(OSError, ValueError, KeyError):  # not written yet
+                    address = json.loads(address_file.read_text())["address"]
                     break
                 time.sleep(0.1)
-            with Client(scheduler_file=str(address_file), timeout="60s") as client:
+            found = cluster.checked(str(address), certs)
+            with found.client(timeout="60s") as client:
                 client.wait_for_workers(workers, timeout=120)
-                address = client.scheduler.address
-            yield address, scheduler
+            yield found, scheduler
         finally:
             for process in (worker, scheduler):
                 process.terminate()
@@ -188,11 +195,11 @@ def bench_class(text: Path, size: int = CLASS_SIZE) -> None:
             workers,
             lambda: course_grade(course, assignment, "--workers", str(workers)),
         )
-        with dask_cluster(workers) as (address, _):
+        with dask_cluster(workers) as (scheduler, _):
             run(
-                f"course grade on a local Dask cluster ({workers} workers)",
+                f"course grade on a local Dask cluster over TLS ({workers} workers)",
                 workers,
-                lambda: course_grade(course, assignment, "--scheduler", address),
+                lambda: course_grade(course, assignment, *scheduler.flags()),
             )
     base = rows[0][2]
     print(

@@ -22,6 +22,7 @@ import nbformat
 from nbformat.reader import NotJSONError
 
 from course.authoring.build import nbgrader
+from course.grader.cluster import Scheduler
 from course.paths import gradebook_url
 
 
@@ -187,7 +188,7 @@ def grade_and_record(
     students: list[str],
     statuses: dict[str, Status],
     workers: int,
-    scheduler: str | None,
+    scheduler: Scheduler | None,
     sandboxed: bool,
 ) -> None:
     """Grade `students` on workers (course.grader.parallel) and record each as it finishes, in
@@ -255,7 +256,7 @@ def grade(
     log=print,
     sandboxed: bool = True,
     workers: int | None = None,
-    scheduler: str | None = None,
+    scheduler: Scheduler | None = None,
     force: bool = False,
 ) -> list[Status]:
     """Autograde the submissions of `assignment` in course directory `root`.

@@ -4,10 +4,11 @@ a secret of the instructor's course, and the grader computes the references itse
 - The secret: `.nbgrader/secret` in the course directory (created on first use, mode 0600;
   `.nbgrader/` is in .gitignore, so it is never committed nor released). The sandbox hides
   the course directory from every kernel.
-- A check's seed: HMAC-SHA256(secret, check name + the digest of the submitted notebook's
-  cells). The same submission graded twice gets the same inputs, so the same scores; a
-  changed submission (a resubmission) gets new ones, so what its earlier feedback showed
-  of its inputs is worth nothing; nobody without the secret can know them in advance.
+- A check's seed: HMAC-SHA256(secret, check name + a digest of the submission's regular
+  files, submission_salt). The same submission graded twice gets the same inputs, so the
+  same scores, under `course grade` and plain `nbgrader autograde` alike; a changed one (a
+  resubmission) gets new ones, so what its earlier feedback showed of its inputs is worth
+  nothing; nobody without the secret can know them in advance.
 - The references for those seeds: the source solutions (trusted code) probed in the
   grader's process by course.grader.sources.compute_references, once per set of seeds,
   sources and package version (cached in `.nbgrader/inputs/`, a grader-only place).
@@ -99,7 +100,7 @@ def secret(root: Path) -> bytes:
 
 def seed_of(key: bytes, name: str, salt: str = "") -> int:
     """A check's seed: HMAC-SHA256(secret, check name + salt), as a 63-bit integer; the salt
-    is the digest of the submitted notebook (notebook_salt)."""
+    is the digest of the submission (submission_salt)."""
     message = name.encode() + b"\0" + salt.encode()
     return int.from_bytes(hmac.new(key, message, hashlib.sha256).digest()[:8], "big") >> 1
 
@@ -111,18 +112,6 @@ def submission_salt(files: dict[str, bytes]) -> str:
     for rel in sorted(files):
         digest.update(rel.encode() + b"\0" + hashlib.sha256(files[rel]).digest())
     return digest.hexdigest()
-
-
-def notebook_salt(nb, folder: Path | None = None) -> str:
-    """Where nbgrader itself runs the preprocessors (plain `nbgrader autograde`): a digest of
-    the notebook's cells (type and source) and of the other files beside it in `folder`."""
-    from course.grader.files import folder_files
-
-    files = folder_files(folder) if folder and folder.is_dir() else {}
-    files = {rel: data for rel, data in files.items() if not rel.endswith(".ipynb")}
-    cells = [[str(c.get("cell_type", "")), str(c.get("source", ""))] for c in nb.cells]
-    files["\0cells"] = json.dumps(cells).encode()
-    return submission_salt(files)
 
 
 def checks_of(assignment: str) -> list[model.Check]:
@@ -142,18 +131,14 @@ def _digest(root: Path, assignment: str) -> str:
     return digest.hexdigest()
 
 
-def secret_inputs(root: Path, assignment: str, salts: dict[str, str] | None = None) -> Inputs:
-    """The seeds of grading a submission of `assignment` whose notebooks have `salts`
-    ({notebook name: notebook_salt}), and the references for them (cached)."""
+def secret_inputs(root: Path, assignment: str, salt: str = "") -> Inputs:
+    """The seeds of grading a submission of `assignment` whose files have `salt`
+    (submission_salt), and the references for them (cached)."""
     from course.grader.sources import compute_references
 
     root = Path(root)
     key = secret(root)
-    salts = salts or {}
-    seeds = {
-        c.name: seed_of(key, c.name, salts.get(c.notebook.partition("/")[2], ""))
-        for c in checks_of(assignment)
-    }
+    seeds = {c.name: seed_of(key, c.name, salt) for c in checks_of(assignment)}
     version = hashlib.sha256(key + b"\0" + _digest(root, assignment).encode()).hexdigest()[:20]
     folder = root / CACHE / f"{assignment}-{version}"
     tag = hashlib.sha256(json.dumps(seeds, sort_keys=True).encode()).hexdigest()[:20]
@@ -188,12 +173,10 @@ def public_inputs(root: Path, assignment: str) -> Inputs:
     return Inputs(True, seeds, references)
 
 
-def for_run(
-    root: Path, assignment: str, public: bool, salts: dict[str, str] | None = None
-) -> Inputs:
+def for_run(root: Path, assignment: str, public: bool, salt: str = "") -> Inputs:
     if public:
         return public_inputs(root, assignment)
-    return secret_inputs(root, assignment, salts)
+    return secret_inputs(root, assignment, salt)
 
 
 # ---------------------------------------------------------------- in nbgrader's pipeline
@@ -231,7 +214,7 @@ class SeedHiddenChecks(NbGraderPreprocessor):
         "checkout the package lives in).",
     ).tag(config=True)
 
-    def inputs(self, nb, resources) -> Inputs:
+    def inputs(self, resources) -> Inputs:
         from course.paths import course_root
 
         if self.shipped:
@@ -240,12 +223,27 @@ class SeedHiddenChecks(NbGraderPreprocessor):
         if not assignment:
             raise InputsError("SeedHiddenChecks: nbgrader did not say which assignment this is")
         root = Path(self.course_root) if self.course_root else course_root()
-        folder = resources.get("metadata", {}).get("path")
-        salts = {resources.get("unique_key", ""): notebook_salt(nb, folder and Path(folder))}
-        return for_run(root, assignment, self.public, salts)
+        salt = "" if self.public else self.salt(root, resources)
+        return for_run(root, assignment, self.public, salt)
+
+    def salt(self, root: Path, resources) -> str:
+        """Where nbgrader itself runs the pipeline (plain `nbgrader autograde`): the salt
+        of the submission's folder, as `course grade` computes it from the same files."""
+        from nbgrader.coursedir import CourseDirectory
+
+        from course.grader.files import folder_files
+
+        meta = resources.get("nbgrader", {})
+        coursedir = CourseDirectory(config=self.config, root=str(root))
+        folder = coursedir.format_path(
+            coursedir.submitted_directory, meta.get("student", ""), meta.get("assignment", "")
+        )
+        if not Path(folder).is_dir():
+            raise InputsError(f"SeedHiddenChecks: no submission at {folder} to draw inputs for")
+        return submission_salt(folder_files(Path(folder)))
 
     def preprocess(self, nb, resources):
-        inputs = self.inputs(nb, resources)
+        inputs = self.inputs(resources)
         resources["hidden_inputs"] = inputs
         originals = {}
         for cell in nb.cells:

@@ -4,7 +4,7 @@ nbgrader grades one submission after another, in one process. `course grade` spl
 work in two:
 
 1. **Grade, in parallel.** Each submission is a task for a worker: a process of this
-   machine (`--workers N`) or of a Dask cluster (`--scheduler tcp://host:8786`). The worker
+   machine (`--workers N`) or of a Dask cluster (`--scheduler tls://host:8786`). The worker
    runs nbgrader's own `Autograde` converter, in its own process (no interpreter start per
    submission), in a scratch copy of the assignment with a private gradebook: kernels
    sandboxed, verdicts decided by `JudgeHiddenChecks` in the worker (never in a student
@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+from course.grader.cluster import Scheduler
 from course.grader.files import folder_files, read_regular
 
 PASSED_ENV = ("COURSE_CELL_TIMEOUT", "COURSE_SUBMISSION_TIMEOUT")
@@ -82,25 +83,14 @@ def make_job(root: Path, assignment: str, student: str, sandboxed: bool, public:
     from course.grader import inputs
 
     files = submission_files(root, assignment, student)
-    salts = dict.fromkeys(_notebook_names(assignment), inputs.submission_salt(files))
+    salt = inputs.submission_salt(files)
     return {
         "assignment": assignment,
         "student": student,
         "files": files,
-        "inputs": inputs.for_run(root, assignment, public, salts).to_json(),
+        "inputs": inputs.for_run(root, assignment, public, salt).to_json(),
         "sandboxed": sandboxed,
         "env": {k: os.environ[k] for k in PASSED_ENV if k in os.environ},
-    }
-
-
-def _notebook_names(assignment: str) -> set[str]:
-    """The names of the assignment's graded notebooks (those its checks are in)."""
-    from course.grader.model import checks_by_name
-
-    return {
-        c.notebook.partition("/")[2]
-        for c in checks_by_name().values()
-        if c.notebook.startswith(f"{assignment}/")
     }
 
 
@@ -337,15 +327,15 @@ def run_local(
 
 
 def run_dask(
-    jobs: list[dict], course: dict[str, bytes], scheduler: str
+    jobs: list[dict], course: dict[str, bytes], scheduler: Scheduler
 ) -> Iterator[tuple[dict, dict]]:
-    """Grade jobs on the workers of the Dask scheduler at `scheduler`."""
-    from distributed import Client, as_completed
+    """Grade jobs on the workers of a Dask scheduler (over TLS: course.grader.cluster)."""
+    from distributed import as_completed
 
     # The client logs its reconnection attempts as tracebacks; the table says what was lost.
     logging.getLogger("distributed").setLevel(logging.CRITICAL)
     try:
-        client = Client(scheduler, timeout="20s")
+        client = scheduler.client()
     except Exception as exc:  # noqa: BLE001 (nothing listens there)
         for job in jobs:
             yield job, lost(job, exc, "the cluster failed")
@@ -392,7 +382,7 @@ def grade_all(
     assignment: str,
     students: list[str],
     workers: int,
-    scheduler: str | None,
+    scheduler: Scheduler | None,
     sandboxed: bool,
 ) -> Iterator[tuple[dict, dict]]:
     """Grade `students`' submissions on local workers or a Dask cluster; yield (job, result)
