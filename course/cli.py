@@ -46,6 +46,7 @@ def _references(args) -> int:
 def _grade(args) -> int:
     from course.grader import autograde
     from course.grader.cluster import ClusterError, checked
+    from course.grader.inputs import InputsError
     from course.grader.nbgrader_ext import GraderFault
     from course.grader.sandbox import SandboxUnavailable
 
@@ -65,7 +66,7 @@ def _grade(args) -> int:
     except SandboxUnavailable as exc:
         print(f"course grade: nothing graded: {exc}", file=sys.stderr)
         return 2
-    except GraderFault as exc:
+    except (GraderFault, InputsError) as exc:
         print(f"course grade: the grader failed, not the students: {exc}", file=sys.stderr)
         return 2
     autograde.print_table(statuses)

@@ -33,7 +33,7 @@ import tempfile
 import threading
 import traceback
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
@@ -281,9 +281,10 @@ def start(task, job: dict, course: dict[str, bytes]) -> dict:
 
 
 def run_local(
-    jobs: list[dict], course: dict[str, bytes], workers: int, log: Path, task=guarded
+    jobs: Iterable[dict], course: dict[str, bytes], workers: int, log: Path, task=guarded
 ) -> Iterator[tuple[dict, dict]]:
     """Grade jobs in `workers` processes of this machine; yield (job, result) as each ends.
+    Jobs are taken as they come: workers grade the first while the next are made.
 
     Workers are forked from this process, so they start with its imports done (nbgrader
     takes seconds to import). A worker that dies (killed, out of memory) breaks the pool:
@@ -295,16 +296,18 @@ def run_local(
     with tempfile.TemporaryDirectory(prefix="course-grade-") as scratch:
         started = Path(scratch) / "started"
         started.mkdir()
-        pending = list(jobs)
+        pending: Iterable[dict] = jobs
         while pending:
             broken, why = [], None
             with concurrent.futures.ProcessPoolExecutor(
-                min(workers, len(pending)),
+                workers if not isinstance(pending, list) else min(workers, len(pending)),
                 mp_context=context,
                 initializer=start_worker,
                 initargs=(log, scratch),
             ) as pool:
-                futures = {pool.submit(start, task, job, course): job for job in pending}
+                futures = {}
+                for job in pending:
+                    futures[pool.submit(start, task, job, course)] = job
                 for future in concurrent.futures.as_completed(futures):
                     job = futures[future]
                     try:
@@ -327,7 +330,7 @@ def run_local(
 
 
 def run_dask(
-    jobs: list[dict], course: dict[str, bytes], scheduler: Scheduler
+    jobs: Iterable[dict], course: dict[str, bytes], scheduler: Scheduler
 ) -> Iterator[tuple[dict, dict]]:
     """Grade jobs on the workers of a Dask scheduler (over TLS: course.grader.cluster)."""
     from distributed import as_completed
@@ -342,8 +345,10 @@ def run_dask(
         return
     with client:
         shared = client.scatter(course, broadcast=True)  # sent once to each worker
-        futures = [client.submit(guarded, job, shared, pure=False, retries=0) for job in jobs]
-        unreported = {f.key: job for f, job in zip(futures, jobs, strict=True)}
+        futures, unreported = [], {}
+        for job in jobs:  # submitted as each is made
+            futures.append(client.submit(guarded, job, shared, pure=False, retries=0))
+            unreported[futures[-1].key] = job
         try:
             for future in as_completed(futures):
                 job = unreported.pop(future.key)
@@ -389,11 +394,12 @@ def grade_all(
     in the order they finish. Reads the course directory; writes nothing."""
     course = course_files(root, assignment)
     public = bool(load_config(root).SeedHiddenChecks.get("public", False))
-    jobs = [make_job(root, assignment, s, sandboxed, public) for s in students]
+    # Made one by one (each computes its submission's references) while workers grade.
+    jobs = (make_job(root, assignment, s, sandboxed, public) for s in students)
     if scheduler:
         return run_dask(jobs, course, scheduler)  # Dask workers warm up on their own
     warm_up()
     log = root / ".nbgrader" / "logs" / f"workers-{assignment}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("")
-    return run_local(jobs, course, max(1, min(workers, len(jobs))), log)
+    return run_local(jobs, course, max(1, min(workers, len(students))), log)
