@@ -67,6 +67,28 @@ def _record_expression(out, V, name, points, build, self_check=True):
 
 # ------------------------------------------------------------------- Value: operators
 
+# What each of value_ops' expressions runs (Check.builds_on), the most basic first: a later
+# check that fails because of one of them names it rather than blaming backward().
+VALUE_OPERATORS = {
+    "a + b": "Value.__add__",
+    "a + k": "Value.__add__",
+    "a * b": "Value.__mul__",
+    "a * k": "Value.__mul__",
+    "a ** n": "Value.__pow__",
+    "c ** p": "Value.__pow__",
+    "a ** -2": "Value.__pow__",
+    "-a": "Value.__neg__",
+    "a - b": "Value.__sub__",
+    "a - k": "Value.__sub__",
+    "a / b": "Value.__truediv__",
+    "a / k": "Value.__truediv__",
+    "k + a": "Value.__radd__",
+    "k * a": "Value.__rmul__",
+    "k - a": "Value.__rsub__",
+    "k / a": "Value.__rtruediv__",
+}
+VALUE_FUNCTIONS = {f: f"Value.{f}" for f in ("exp", "log", "tanh", "relu", "sigmoid")}
+
 
 def probe_value_ops(student, rng, out):
     V = student.Value
@@ -230,6 +252,7 @@ register(
         notebook=NOTEBOOK,
         points=3,
         probe=probe_value_backward,
+        builds_on={"value_ops": VALUE_OPERATORS, "value_functions": VALUE_FUNCTIONS},
         rules={
             "data": Rule(
                 "forward value of",
@@ -317,6 +340,11 @@ register(
         notebook=NOTEBOOK,
         points=3,
         probe=probe_value_accumulation,
+        # Its expressions use Value + Value or a number, Value * Value or a number, tanh, exp.
+        builds_on={
+            "value_ops": {k: VALUE_OPERATORS[k] for k in ("a + b", "a + k", "a * b", "a * k")},
+            "value_functions": {f: VALUE_FUNCTIONS[f] for f in ("tanh", "exp")},
+        },
         rules={
             "data": Rule("forward value of", rtol=1e-10, hint=""),
             "grad": Rule(
@@ -549,6 +577,13 @@ register(
         notebook=NOTEBOOK,
         points=2,
         probe=probe_mlp_training,
+        # course.mlp's MLP: +, *, ** and reflected forms, tanh, relu, and backward().
+        builds_on={
+            "value_ops": VALUE_OPERATORS,
+            "value_functions": {f: VALUE_FUNCTIONS[f] for f in ("tanh", "relu")},
+            "value_backward": "Value.backward",
+            "value_accumulation": "Value.backward (a node used more than once)",
+        },
         rules={
             "loss": Rule(
                 "training loss curve",
