@@ -106,7 +106,7 @@ def explore_plot(function, **controls):
     import ipywidgets as widgets
     import matplotlib.pyplot as plt
 
-    image = widgets.Image(format="png", layout=widgets.Layout(width="auto", max_width="100%"))
+    image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%", height="auto"))
     text = widgets.HTML()
 
     def draw(**values):
@@ -121,6 +121,8 @@ def explore_plot(function, **controls):
             png = io.BytesIO()
             figures[-1].savefig(png, format="png", bbox_inches="tight")
             image.value = png.getvalue()
+            # Shown at its own size, as the inline backend shows a figure (PNG: IHDR's width).
+            image.width = str(int.from_bytes(image.value[16:20], "big"))
         for figure in figures:
             plt.close(figure)
         words = printed.getvalue()

@@ -197,6 +197,7 @@ def test_explore_plot_keeps_the_figure_in_the_kernel_and_redraws():
     box = explore_plot(draw, log10_learning_rate=slider, kind=["a", "b"])
     *controls, image, words = box.children
     assert bytes(image.value).startswith(b"\x89PNG")  # drawn once, on display
+    assert int(image.width) > 100  # at the figure's own size, not stretched
     assert "rate 1" in words.value
     assert slider.style.description_width == "initial"
     first = bytes(image.value)
