@@ -117,6 +117,35 @@ def probe_value_ops(student, rng, out):
     }
     for name, (values, build) in expressions.items():
         _record_expression(out, V, name, [values], build, self_check=False)
+    # The chain rule. backward() seeds the output with 1.0, where a _backward that forgets to
+    # multiply by out.grad is still right; here the output's grad is g, and the check walks
+    # the graph itself (through the given _prev and _backward): only the operators are
+    # judged, not backward() (drawn last: the inputs above stay those of earlier seeds).
+    g = float(rng.uniform(1.5, 3.0))
+    for name, (values, build) in expressions.items():
+        out.record(
+            f"chain:{name}", lambda values=values, build=build: _chained(V, values, build, g)
+        )
+
+
+def _chained(V, values, build, g):
+    """The leaves' grads after the output's grad is set to g and every node's _backward runs
+    once, in reverse topological order (the check's own walk, not the student's backward)."""
+    leaves, node = _forward(V, values, build)
+    order, seen = [], set()
+
+    def visit(n):
+        if id(n) not in seen:
+            seen.add(id(n))
+            for child in n._prev:
+                visit(child)
+            order.append(n)
+
+    visit(node)
+    node.grad = g
+    for n in reversed(order):
+        n._backward()
+    return [leaf.grad for leaf in leaves]
 
 
 register(
@@ -139,6 +168,13 @@ register(
                 hint="the local derivative of this operator in its _backward, or the "
                 "chain rule's multiplication by out.grad.",
                 requires="data",  # a constant gradient (a + b) is guessable
+            ),
+            "chain": Rule(
+                "gradients, when the output's grad is not 1, of",
+                rtol=1e-9,
+                hint="each _backward multiplies the local derivative by out.grad (the "
+                "chain rule), e.g. self.grad += other.data * out.grad.",
+                requires="data",
             ),
         },
     )
