@@ -62,7 +62,7 @@ def test_course_check_grades_like_the_instructor_and_records_progress(course):
     assert '<a href="#value_ops">Hidden checks of the engine (11 points)</a>' in page
     assert "pre-wrap" in page
     # Maths offline (issue 22, item 7): the installed MathJax, no CDN.
-    assert "data-course-mathjax=\"file://" in page and "cdnjs" not in page
+    assert 'data-course-mathjax="file://' in page and "cdnjs" not in page
     record = json.loads(mine.with_suffix(".check.json").read_text())
     assert sum(e["points"] for e in record["exercises"]) == FULL
     start = (course.root / "work" / "START.md").read_text()
