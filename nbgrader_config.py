@@ -33,6 +33,7 @@ from course.grader.nbgrader_ext import (
     GuardedExecute,
     JudgeHiddenChecks,
     SeedHiddenChecks,
+    template_basedirs,
 )
 from course.paths import gradebook_url
 
@@ -126,6 +127,11 @@ c.GenerateFeedback.preprocessors = [
     CSSHTMLHeaderPreprocessor,
     ExerciseFeedback,
 ]
+
+# Feedback pages and the formgrader render maths offline: MathJax from the installed
+# jupyter-server-mathjax package, never a CDN (course/grader/templates/base/mathjax.html.j2).
+c.HTMLExporter.extra_template_basedirs = template_basedirs()
+c.HTMLExporter.filters = {"course_mathjax_file_url": "course.grader.nbgrader_ext.mathjax_file_url"}
 
 # The grading run's inputs and their references are this course's (its secret, its source
 # solutions), wherever the `course` package was installed from. This file sets settings

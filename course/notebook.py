@@ -87,3 +87,51 @@ def check_it(exercise: str):
         print(f"{exercise}, check it FAILED: {what}{where}", file=sys.stderr)
     else:
         print(f"{exercise}: check it passed.")
+
+
+def explore_plot(function, **controls):
+    """`ipywidgets.interact` for a function that draws a matplotlib figure (and may print).
+
+    The figure is kept as a PNG in an Image widget, a value the kernel holds: every view of
+    the widget shows it, a reopened notebook's too, where an `interact`'s plot (drawn in an
+    Output widget) stays blank until a slider moves. What the function prints is shown under
+    the figure; an error it raises is shown there too, in words, never swallowed.
+    controls: as for `interact` (a widget, a list of options, ...), one per argument.
+    """
+    import html
+    import io
+    from contextlib import redirect_stdout
+    from unittest import mock
+
+    import ipywidgets as widgets
+    import matplotlib.pyplot as plt
+
+    image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%", height="auto"))
+    text = widgets.HTML()
+
+    def draw(**values):
+        before, printed = set(plt.get_fignums()), io.StringIO()
+        try:
+            with redirect_stdout(printed), mock.patch.object(plt, "show", lambda *a, **k: None):
+                function(**values)
+        except Exception as error:  # noqa: BLE001 (shown to the learner, as interact does)
+            printed.write(f"{type(error).__name__}: {error}\n")
+        figures = [plt.figure(n) for n in plt.get_fignums() if n not in before]
+        if figures:
+            png = io.BytesIO()
+            figures[-1].savefig(png, format="png", bbox_inches="tight")
+            image.value = png.getvalue()
+            # Shown at its own size, as the inline backend shows a figure (PNG: IHDR's width).
+            image.width = str(int.from_bytes(image.value[16:20], "big"))
+        for figure in figures:
+            plt.close(figure)
+        words = printed.getvalue()
+        text.value = f"<pre>{html.escape(words)}</pre>" if words else ""
+
+    ui = widgets.interactive(draw, **controls)  # draws once, now: the image is there at once
+    for control in ui.children[:-1]:  # long argument names are not cut
+        if hasattr(control, "style") and hasattr(control.style, "description_width"):
+            control.style.description_width = "initial"
+    box = widgets.VBox([*ui.children[:-1], image, text])  # ui's own Output stays unused
+    display(box)
+    return box

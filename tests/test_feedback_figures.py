@@ -129,3 +129,19 @@ def pictures_heat(got, want):
     results = judge.judge(chk, {"grad:W": got}, {"grad:W": want})
     [png] = pictures(chk, {"grad:W": got}, {"grad:W": want}, results)
     return png
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (2, 40), (7, 4)])
+def test_a_heat_map_ticks_whole_rows_and_columns(shape, monkeypatch):
+    """Issue 22, item 12: no tick at -0.5 or 0.5 on a grid of rows and columns."""
+    from course.grader import figures
+
+    drawn = []
+    monkeypatch.setattr(figures, "_png", lambda fig: drawn.append(fig) or b"")
+    got = np.ones(shape)
+    figures.heatmap_picture("dx", got, got * (1 + 1e-3), rtol=1e-7)
+    [fig] = drawn
+    ax = fig.axes[0]
+    for ticks, size in ((ax.get_xticks(), shape[1]), (ax.get_yticks(), shape[0])):
+        shown = [t for t in ticks if -0.5 <= t <= size - 0.5]
+        assert shown and all(float(t).is_integer() for t in shown), ticks

@@ -2,6 +2,7 @@
 that wrap, no bare `Out[n]: 0.0` after each report."""
 
 import nbformat
+import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
 from course.grader.nbgrader_ext import FEEDBACK_CSS, ExerciseFeedback
@@ -46,3 +47,74 @@ def test_the_feedback_names_exercises_and_drops_the_bare_score():
     assert resources["inlining"]["css"] == ["nbconvert's", FEEDBACK_CSS]
     assert "pre-wrap" in FEEDBACK_CSS
     nbformat.validate(nb)
+
+
+# ---------------------------------------------------------------- maths, offline
+
+
+def rendered(template: str) -> str:
+    """01's source notebook through nbgrader's `template` ("feedback": generate_feedback;
+    "formgrade": the formgrader's view of a submission) with the course's settings."""
+    import re
+    from pathlib import Path
+
+    from nbconvert.exporters import HTMLExporter
+    from nbgrader.converters import GenerateFeedback
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from course.paths import course_root
+
+    root = course_root()
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    if template == "formgrade":
+        # The formgrader's own settings (FormgradeExtension.build_extra_config), then the
+        # course's nbgrader_config.py over them, in the order nbgrader loads them.
+        from nbgrader.server_extensions.formgrader import handlers
+
+        extra = Config()
+        extra.HTMLExporter.template_name = "formgrade"
+        extra.HTMLExporter.extra_template_basedirs = [handlers.template_path]
+        extra.merge(config)
+        config = extra
+    else:  # what generate_feedback adds (its template, bootstrap's CSS)
+        config = GenerateFeedback(coursedir=CourseDirectory(config=config), config=config).config
+    nb = nbformat.read(Path(root, "source/01_backprop/backprop.ipynb"), as_version=4)
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade"):
+            meta["score"] = 0.0
+    resources = {
+        "nbgrader": {"notebook": "backprop", "score": 0, "max_score": 1, "late_penalty": 0},
+        **{k: "x" for k in ("assignment_id", "notebook_id", "submission_id", "student")},
+        **{k: "x" for k in ("first_name", "last_name", "notebook_path")},
+        "base_url": "/user/ada",
+        "index": 0,
+        "total": 1,
+    }
+    html, _ = HTMLExporter(config=config).from_notebook_node(nb, resources=resources)
+    assert re.search(r"\$[^$\n]+\$", html), "the notebook's maths is in the page, for MathJax"
+    return html
+
+
+@pytest.mark.parametrize("template", ["feedback", "formgrade"])
+def test_maths_renders_offline(template):
+    """MathJax from the installed jupyter-server-mathjax, never a CDN: the page loads the
+    server's copy when a Jupyter server serves it, the installed file when opened from disk."""
+    import re
+    from pathlib import Path
+    from urllib.parse import unquote, urlparse
+
+    html = rendered(template)
+    scripts = re.findall(r"<script[^>]*\bsrc=[\"']([^\"']+)", html)
+    assert not [s for s in scripts if s.startswith(("http:", "https:", "//"))], scripts
+    assert "cdnjs" not in html and "cdn.jsdelivr" not in html
+    [url] = re.findall(r'data-course-mathjax="([^"]+)"', html)
+    assert url.startswith("file:///") and url.endswith("/MathJax.js")
+    path = Path(unquote(urlparse(url).path))
+    assert path.is_file()
+    # The combined configuration it asks for, and the fonts that configuration is told to use.
+    assert (path.parent / "config/TeX-AMS-MML_HTMLorMML-full.js").is_file()
+    assert (path.parent / "fonts/HTML-CSS/STIX-Web/woff").is_dir()
+    assert "static/jupyter_server_mathjax/MathJax.js" in html  # served by a Jupyter server

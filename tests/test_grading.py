@@ -476,10 +476,39 @@ def test_raised_keeps_the_first_line_of_a_long_message():
     out = Outputs()
     out.record("a", boom)
     out.record("b", bare)
-    assert out["a"].why.startswith("raised ValueError: first line ")
+    head = "raised ValueError in `boom` inside `test_raised_keeps_the_first_line_of_a_long_message`"
+    assert out["a"].why.startswith(f"{head}: first line ")
     assert "second line" not in out["a"].why
-    assert len(out["a"].why) <= len("raised ValueError: ") + 120
-    assert out["b"] == Broken("raised KeyError")
+    assert len(out["a"].why) <= len(f"{head}: ") + 120
+    assert out["b"].why.startswith("raised KeyError in `bare`")
+
+
+class StudentValue:  # as a notebook's cell defines it, at the top level
+    def __mul__(self, other):
+        def _backward():
+            raise NotImplementedError()
+
+        _backward()
+
+    def exp(self):
+        return np.zeros(3).reshape(2, 2)  # numpy raises, in the student's exp
+
+
+def test_raised_names_the_function_of_the_student_that_raised():
+    """Issue 22, item 8: "raised NotImplementedError" says which function raised it: the
+    innermost of the student's own (a closure by the function it is in), never the course's
+    or numpy's."""
+
+    out = Outputs()
+    out.record("mul", lambda: StudentValue() * 2)
+    out.record("exp", lambda: StudentValue().exp())
+    out.record("course", lambda: 1 / 0)  # a lambda of the check's own: no name
+    assert out["mul"] == Broken(
+        "raised NotImplementedError in `_backward` inside `StudentValue.__mul__`"
+    )
+    assert out["exp"].why.startswith("raised ValueError in `")
+    assert "in `StudentValue.exp`: cannot reshape" in out["exp"].why
+    assert out["course"] == Broken("raised ZeroDivisionError: division by zero")
 
 
 def test_a_missing_name_is_broken_with_the_name():

@@ -65,16 +65,14 @@ def reports_in_process(module, variant) -> dict[str, tuple[float, str]]:
     """{grade id: (points, report)}, judged as `in_process` does, with the report's words."""
     from course.authoring.build import solution_namespace
     from course.grader.judge import verdict
-    from course.grader.model import encode, get_check
-    from course.grader.probe import probe
+    from course.grader.probe import payload
 
     nb = source_notebook(module.ASSIGNMENT, module.NOTEBOOK)
     namespace = solution_namespace(nb, "variant", answers_of(module, variant))
     found = {}
     for name in max_scores(module):
-        outputs = probe(get_check(name), namespace)
-        payload = {"check": name, "outputs": {k: encode(v) for k, v in outputs.items()}}
-        found[name] = verdict(name, json.loads(json.dumps(payload)))
+        # As a grade cell emits it: with the earlier checks it builds on (the causes).
+        found[name] = verdict(name, json.loads(json.dumps(payload(name, namespace))))
     return found
 
 

@@ -21,12 +21,31 @@ STUB = re.compile(
 )
 
 
+# A float printed with its binary noise (0.9000000000000001, 0.30000000000000004,
+# 0.09999999999999998), or a power of ten with a fraction in its exponent (1e-9.0).
+FLOAT_NOISE = re.compile(r"\d\.\d*(?:0{7,}|9{7,})\d|\de[-+]?\d+\.\d")
+# Run first in the test's copy of a notebook: every figure's texts are checked as it is drawn.
+FLOAT_NOISE_WATCH = f"""
+import re as _re, sys as _sys
+import matplotlib.backend_bases as _backend_bases
+_noise = _re.compile({FLOAT_NOISE.pattern!r})
+_print_figure = _backend_bases.FigureCanvasBase.print_figure
+def _watched(self, *args, **kwargs):
+    for text in self.figure.findobj(lambda artist: hasattr(artist, "get_text")):
+        if _noise.search(str(text.get_text())):
+            print(f"float noise in a figure: {{text.get_text()!r}}", file=_sys.stderr)
+    return _print_figure(self, *args, **kwargs)
+_backend_bases.FigureCanvasBase.print_figure = _watched
+"""
+
+
 @pytest.mark.slow
 @pytest.mark.xdist_group("notebooks")
 @pytest.mark.parametrize("text", build.text_sources(ROOT), ids=lambda p: p.parent.name)
 def test_source_notebook_runs_with_full_marks(text):
     path = build.notebook_path(text)
     nb = nbformat.read(path, as_version=4)
+    nb.cells.insert(0, nbformat.v4.new_code_cell(FLOAT_NOISE_WATCH))
     os.environ["COURSE_ROOT"] = str(ROOT)
     start = time.perf_counter()
     PromptNotebookClient(
@@ -42,6 +61,16 @@ def test_source_notebook_runs_with_full_marks(text):
         if o.output_type == "stream" and o.name == "stderr" and "check it FAILED" in o.text
     ]
     assert not failed, failed
+    # Numbers are written for people (issue 22, item 12): in what cells print and in every
+    # figure's texts (titles, legends, labels), no 0.9000000000000001 and no 1e-9.0.
+    texts = [
+        o.get("text", "") + str(o.get("data", {}).get("text/plain", ""))
+        for cell in nb.cells
+        for o in cell.get("outputs", [])
+    ]
+    noisy = [t for t in texts if FLOAT_NOISE.search(t) or "float noise" in t]
+    assert not noisy, noisy
+    nb.cells.pop(0)
     for cell in nb.cells:
         if grade_id_of_test_cell(cell) is None:
             continue
@@ -103,3 +132,88 @@ def test_stub_messages_name_methods_and_their_class():
     assert "raise NotImplementedError('Exercise 1.3: write V.f')" in nb.cells[1].source
     assert "raise NotImplementedError('Exercise 1.3: write V.g')" in nb.cells[1].source
     assert "return" not in nb.cells[1].source
+
+
+# ---------------------------------------------------------- notebook details (issue 22, item 12)
+
+
+def code_of(text) -> str:
+    """A notebook's text source: Python (py:percent: markdown cells are comments)."""
+    return text.read_text()
+
+
+@pytest.mark.parametrize("text", build.text_sources(ROOT), ids=lambda p: p.parent.name)
+def test_every_assert_of_a_notebook_says_what_is_wrong(text):
+    """A "check it" that fails says why, never a bare AssertionError."""
+    import ast
+
+    bare = [
+        f"line {node.lineno}: {ast.unparse(node)[:80]}"
+        for node in ast.walk(ast.parse(code_of(text)))
+        if isinstance(node, ast.Assert) and node.msg is None
+    ]
+    assert not bare, bare
+
+
+@pytest.mark.parametrize("text", build.text_sources(ROOT), ids=lambda p: p.parent.name)
+def test_widgets_that_draw_keep_their_figure_and_show_whole_labels(text):
+    """A function that draws is explored with `explore_plot` (its figure is kept in the
+    kernel, so a reopened notebook shows it), and a slider's label is never cut."""
+    import ast
+
+    tree = ast.parse(code_of(text))
+    functions = {n.name: ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        name = ast.unparse(call.func)
+        if name == "widgets.interact":
+            explored = ast.unparse(call.args[0])
+            assert "plt." not in functions.get(explored, ""), (
+                f"{explored} draws: explore it with explore_plot, not widgets.interact"
+            )
+            for keyword in call.keywords:
+                source = ast.unparse(keyword.value)
+                if "Slider(" in source:
+                    assert "description_width" in source, f"{keyword.arg}: its label is cut"
+
+
+def test_explore_plot_keeps_the_figure_in_the_kernel_and_redraws():
+    import ipywidgets as widgets
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from course.notebook import explore_plot
+
+    def draw(log10_learning_rate=0.0, kind="a"):
+        fig, ax = plt.subplots()
+        ax.plot([0, 1], [0, log10_learning_rate])
+        plt.show()
+        print(f"rate {10.0**log10_learning_rate:g}")
+        if log10_learning_rate > 1:
+            raise ValueError("too large")
+
+    open_before = plt.get_fignums()
+    slider = widgets.FloatSlider(value=0.0, min=-2, max=2)
+    box = explore_plot(draw, log10_learning_rate=slider, kind=["a", "b"])
+    *controls, image, words = box.children
+    assert bytes(image.value).startswith(b"\x89PNG")  # drawn once, on display
+    assert int(image.width) > 100  # at the figure's own size, not stretched
+    assert "rate 1" in words.value
+    assert slider.style.description_width == "initial"
+    first = bytes(image.value)
+    slider.value = -1.0
+    assert bytes(image.value) != first and "rate 0.1" in words.value
+    slider.value = 1.5
+    assert "ValueError: too large" in words.value  # an error is shown, not swallowed
+    assert plt.get_fignums() == open_before  # each drawing's figure is closed
+
+
+def test_the_learners_lab_saves_widget_state():
+    """A reopened notebook shows its widgets' last state (sliders, explore_plot's figure)
+    before any kernel runs: the learner's lab saves widget state with the notebook."""
+    import json
+
+    overrides = ROOT / "course/jupyter/student/labconfig/default_setting_overrides.json"
+    settings = json.loads(overrides.read_text())
+    assert settings["@jupyter-widgets/jupyterlab-manager:plugin"] == {"saveState": True}

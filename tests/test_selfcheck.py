@@ -61,6 +61,8 @@ def test_course_check_grades_like_the_instructor_and_records_progress(course):
     # Each hidden check by the section it grades, not "Test cell" (issue 22, item 7).
     assert '<a href="#value_ops">Hidden checks of the engine (11 points)</a>' in page
     assert "pre-wrap" in page
+    # Maths offline (issue 22, item 7): the installed MathJax, no CDN.
+    assert 'data-course-mathjax="file://' in page and "cdnjs" not in page
     record = json.loads(mine.with_suffix(".check.json").read_text())
     assert sum(e["points"] for e in record["exercises"]) == FULL
     start = (course.root / "work" / "START.md").read_text()
@@ -78,7 +80,7 @@ def test_course_check_of_the_blank_release_fails_and_says_why(course):
     assert proc.returncode == 1
     assert "value_ops" in proc.stdout and "FAIL" in proc.stdout
     assert "Hidden checks of the engine (11 points)" in proc.stdout  # what value_ops grades
-    assert "raised NotImplementedError" in proc.stdout
+    assert "raised NotImplementedError in `Value.__add__`" in proc.stdout  # who raised it
     assert f"backprop: 0 of {FULL:g} points" in proc.stdout
     assert blank.read_bytes() == before  # the learner's notebook is only read
 

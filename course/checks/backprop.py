@@ -67,6 +67,28 @@ def _record_expression(out, V, name, points, build, self_check=True):
 
 # ------------------------------------------------------------------- Value: operators
 
+# What each of value_ops' expressions runs (Check.builds_on), the most basic first: a later
+# check that fails because of one of them names it rather than blaming backward().
+VALUE_OPERATORS = {
+    "a + b": "Value.__add__",
+    "a + k": "Value.__add__",
+    "a * b": "Value.__mul__",
+    "a * k": "Value.__mul__",
+    "a ** n": "Value.__pow__",
+    "c ** p": "Value.__pow__",
+    "a ** -2": "Value.__pow__",
+    "-a": "Value.__neg__",
+    "a - b": "Value.__sub__",
+    "a - k": "Value.__sub__",
+    "a / b": "Value.__truediv__",
+    "a / k": "Value.__truediv__",
+    "k + a": "Value.__radd__",
+    "k * a": "Value.__rmul__",
+    "k - a": "Value.__rsub__",
+    "k / a": "Value.__rtruediv__",
+}
+VALUE_FUNCTIONS = {f: f"Value.{f}" for f in ("exp", "log", "tanh", "relu", "sigmoid")}
+
 
 def probe_value_ops(student, rng, out):
     V = student.Value
@@ -95,6 +117,35 @@ def probe_value_ops(student, rng, out):
     }
     for name, (values, build) in expressions.items():
         _record_expression(out, V, name, [values], build, self_check=False)
+    # The chain rule. backward() seeds the output with 1.0, where a _backward that forgets to
+    # multiply by out.grad is still right; here the output's grad is g, and the check walks
+    # the graph itself (through the given _prev and _backward): only the operators are
+    # judged, not backward() (drawn last: the inputs above stay those of earlier seeds).
+    g = float(rng.uniform(1.5, 3.0))
+    for name, (values, build) in expressions.items():
+        out.record(
+            f"chain:{name}", lambda values=values, build=build: _chained(V, values, build, g)
+        )
+
+
+def _chained(V, values, build, g):
+    """The leaves' grads after the output's grad is set to g and every node's _backward runs
+    once, in reverse topological order (the check's own walk, not the student's backward)."""
+    leaves, node = _forward(V, values, build)
+    order, seen = [], set()
+
+    def visit(n):
+        if id(n) not in seen:
+            seen.add(id(n))
+            for child in n._prev:
+                visit(child)
+            order.append(n)
+
+    visit(node)
+    node.grad = g
+    for n in reversed(order):
+        n._backward()
+    return [leaf.grad for leaf in leaves]
 
 
 register(
@@ -117,6 +168,13 @@ register(
                 hint="the local derivative of this operator in its _backward, or the "
                 "chain rule's multiplication by out.grad.",
                 requires="data",  # a constant gradient (a + b) is guessable
+            ),
+            "chain": Rule(
+                "gradients, when the output's grad is not 1, of",
+                rtol=1e-9,
+                hint="each _backward multiplies the local derivative by out.grad (the "
+                "chain rule), e.g. self.grad += other.data * out.grad.",
+                requires="data",
             ),
         },
     )
@@ -230,6 +288,7 @@ register(
         notebook=NOTEBOOK,
         points=3,
         probe=probe_value_backward,
+        builds_on={"value_ops": VALUE_OPERATORS, "value_functions": VALUE_FUNCTIONS},
         rules={
             "data": Rule(
                 "forward value of",
@@ -317,6 +376,11 @@ register(
         notebook=NOTEBOOK,
         points=3,
         probe=probe_value_accumulation,
+        # Its expressions use Value + Value or a number, Value * Value or a number, tanh, exp.
+        builds_on={
+            "value_ops": {k: VALUE_OPERATORS[k] for k in ("a + b", "a + k", "a * b", "a * k")},
+            "value_functions": {f: VALUE_FUNCTIONS[f] for f in ("tanh", "exp")},
+        },
         rules={
             "data": Rule("forward value of", rtol=1e-10, hint=""),
             "grad": Rule(
@@ -549,6 +613,13 @@ register(
         notebook=NOTEBOOK,
         points=2,
         probe=probe_mlp_training,
+        # course.mlp's MLP: +, *, ** and reflected forms, tanh, relu, and backward().
+        builds_on={
+            "value_ops": VALUE_OPERATORS,
+            "value_functions": {f: VALUE_FUNCTIONS[f] for f in ("tanh", "relu")},
+            "value_backward": "Value.backward",
+            "value_accumulation": "Value.backward (a node used more than once)",
+        },
         rules={
             "loss": Rule(
                 "training loss curve",

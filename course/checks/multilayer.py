@@ -141,6 +141,16 @@ def probe_relu(student, rng, out):
         out.record(f"dx:{name}", backward)
 
 
+# What relu's sub-checks run (Check.builds_on).
+RELU_FUNCTIONS = {"out:": "relu_forward", "dx:": "relu_backward"}
+# The layers a network is made of, each graded by its own check.
+LAYERS = {
+    "affine_forward": "affine_forward",
+    "affine_backward": "affine_backward",
+    "relu": RELU_FUNCTIONS,
+    "softmax_loss": "softmax_loss",
+}
+
 register(
     Check(
         name="relu",
@@ -385,6 +395,7 @@ register(
         notebook=NOTEBOOK,
         points=4,
         probe=probe_two_layer_net,
+        builds_on=LAYERS,
         rules={
             "shapes": Rule(
                 "parameter shapes of W1, b1, W2, b2",
@@ -518,6 +529,14 @@ register(
         notebook=NOTEBOOK,
         points=3,
         probe=probe_two_layer_training,
+        # Its network gets its parameters set (with_params): its initialisation is not used.
+        builds_on={
+            **LAYERS,
+            "two_layer_net": {
+                k: "TwoLayerNet.loss" for k in ("scores", "loss", "grad", "selfcheck", "inputs")
+            },
+            "sgd": "sgd",
+        },
         rules={
             "loss": Rule(
                 "training loss curve",

@@ -244,7 +244,7 @@ register(
         builds_on={
             "affine_forward": "affine_forward",
             "affine_backward": "affine_backward",
-            "relu": "relu_forward or relu_backward",
+            "relu": {"out:": "relu_forward", "dx:": "relu_backward"},
             "softmax_loss": "softmax_loss",
         },
         rules={

@@ -96,6 +96,8 @@ def heatmap_picture(label: str, got: np.ndarray, want: np.ndarray, rtol: float) 
     bar.ax.set_yticklabels(LEVELS, fontsize=7)
     shape = "x".join(map(str, got.shape))
     ax.set(xlabel="column" if got.ndim <= 2 else "flattened trailing axes", ylabel="row")
+    for axis in (ax.xaxis, ax.yaxis):  # rows and columns are counted: whole ticks only
+        axis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set_title(f"Where it is wrong: {label} (shape {shape})", fontsize=9, wrap=True)
     return _png(fig)
 

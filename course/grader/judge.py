@@ -11,7 +11,16 @@ import math
 import numpy as np
 
 from course.gradcheck import relative_errors
-from course.grader.model import Broken, Check, Result, Rule, decode, get_check, rule_for
+from course.grader.model import (
+    Broken,
+    Check,
+    Result,
+    Rule,
+    decode,
+    functions_of,
+    get_check,
+    rule_for,
+)
 from course.grader.references import load_reference
 
 # ---------------------------------------------------------------- judging
@@ -220,7 +229,9 @@ def verdict_with_pictures(
         except Exception:  # noqa: BLE001 (forged carried outputs lose only the explanation)
             causes = []
     if causes:
+        # The failures' own hints would blame this exercise's code: the cause comes first.
         head, _, rest = text.partition("\n")
+        rest = "\n".join(line.partition(" Likely mistake:")[0] for line in rest.splitlines())
         text = "\n".join([head, *causes, *([rest] if rest else [])])
     pngs = []
     if pictures:
@@ -231,22 +242,29 @@ def verdict_with_pictures(
 
 
 def carried_causes(chk: Check, carried: dict | None) -> list[str]:
-    """One line per function carried from an earlier assignment that fails its own check
-    there (or one line for an earlier assignment whose code is missing): the likely cause
-    of this check's failures (course.carry)."""
+    """One line per function this check runs through (Check.builds_on: an earlier exercise
+    of the notebook, or code carried from an earlier assignment) that fails its own check
+    (or one line for an earlier assignment whose code is missing): the likely cause of this
+    check's failures. An earlier check whose failure its own earlier checks explain is not
+    named again (two_layer_net fails with relu_backward: only relu_backward is named)."""
     if not isinstance(carried, dict):  # judged in process (classroom): nothing carried
         return []
-    lines, missing = [], set()
-    for earlier, functions in chk.builds_on.items():
+    own = chk.notebook.partition("/")[0]
+    failing: dict[str, list[Result]] = {}
+    for earlier, spec in chk.builds_on.items():
         earlier_check = get_check(earlier)
-        assignment = earlier_check.notebook.partition("/")[0]
-        fix = f"fix it in {assignment}, save, then re-run this notebook's import cell"
         decoded = {k: decode(v) for k, v in ((carried or {}).get(earlier) or {}).items()}
         results = judge(earlier_check, decoded, load_reference(earlier_check))
-        failed = [r.message for r in results if not r.passed]
-        if not failed:
-            continue
-        if any("CarriedCodeMissing" in m for m in failed):
+        failed = [r for r in results if not r.passed and functions_of(spec, [r.key])]
+        if failed:
+            failing[earlier] = failed
+    lines, missing = [], set()
+    for earlier, failed in failing.items():
+        if any(later in failing for later in get_check(earlier).builds_on):
+            continue  # explained by a more basic function, named on its own line
+        spec = chk.builds_on[earlier]
+        assignment = get_check(earlier).notebook.partition("/")[0]
+        if assignment != own and any("CarriedCodeMissing" in r.message for r in failed):
             if assignment not in missing:
                 missing.add(assignment)
                 lines.append(
@@ -255,9 +273,19 @@ def carried_causes(chk: Check, carried: dict | None) -> list[str]:
                     "(or `course export`)."
                 )
             continue
-        why = failed[0].partition(" Likely mistake:")[0].rstrip(".")
+        functions = functions_of(spec, [r.key for r in failed])
+        first = next((r for r in failed if functions[0] in functions_of(spec, [r.key])), failed[0])
+        why = first.message.partition(" Likely mistake:")[0].rstrip(".")
+        if assignment != own:
+            fix = f"fix it in {assignment}, save, then re-run this notebook's import cell"
+            lines.append(
+                f"  CAUSE your {', '.join(functions)} from {assignment} fails its own check "
+                f"there ({earlier}: {why}); {fix}."
+            )
+            continue
+        also = f" (then {', '.join(functions[1:])}, which may use it)" if functions[1:] else ""
         lines.append(
-            f"  CAUSE your {functions} from {assignment} fails its own check there "
-            f"({earlier}: {why}); {fix}."
+            f"  CAUSE your {functions[0]}{also} fails its own hidden check, {earlier} ({why}); "
+            "this check runs through it: fix it first."
         )
     return lines

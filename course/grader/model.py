@@ -80,15 +80,34 @@ class Check:
     # probe(student, rng, outputs): call the student's code, record into `outputs`.
     probe: Callable[[Student, np.random.Generator, Outputs], None]
     rules: dict[str, Rule]
-    # {earlier check: the functions it grades}: code carried forward from an earlier
-    # assignment (course.carry) that this check runs through; the kernel probes those
-    # too, so that a failure caused by one of them names it and its assignment.
-    builds_on: dict[str, str] = field(default_factory=dict)
+    # {earlier check: the functions it grades}: code this check runs through, written in an
+    # earlier exercise of the same notebook or carried forward from an earlier assignment
+    # (course.carry). The kernel probes those checks too, so that a failure caused by one
+    # of them names the function (and its assignment) instead of blaming this exercise's
+    # code. The functions: their names in words (every failure of that check counts), or
+    # {what a sub-check's key, or its detail after "prefix:", starts with: the function it
+    # runs}, listing only what this check runs, the most basic first: then only those
+    # sub-checks count, and only the functions whose sub-checks fail are named.
+    builds_on: dict[str, str | dict[str, str]] = field(default_factory=dict)
 
     def seed(self) -> int:
         """The public seed: inputs of `course check` and of the committed references/.
         A grading run uses a secret one instead (course.grader.inputs)."""
         return public_seed(self.name)
+
+
+def functions_of(spec: str | dict[str, str], keys: list[str]) -> list[str]:
+    """The functions that the failing sub-checks `keys` of an earlier check run (see
+    Check.builds_on), in the order `spec` lists them (the most basic first); [] when none
+    of those sub-checks is one that this check runs through."""
+    if isinstance(spec, str):
+        return [spec] if keys else []
+    named = [
+        function
+        for start, function in spec.items()
+        if any(key.startswith(start) or key.partition(":")[2].startswith(start) for key in keys)
+    ]
+    return list(dict.fromkeys(named))
 
 
 def public_seed(name: str) -> int:

@@ -463,3 +463,40 @@ class ExerciseFeedback(NbGraderPreprocessor):
             nb.cells.insert(0, new_markdown_cell(table))
         resources.setdefault("inlining", {}).setdefault("css", []).append(FEEDBACK_CSS)
         return nb, resources
+
+
+# ---------------------------------------------------------------- MathJax, offline
+
+# nbgrader's feedback and formgrade templates load MathJax from a CDN; the course's
+# `base/mathjax.html.j2` (in this folder, put first by nbgrader_config.py) loads the copy
+# that the jupyter-server-mathjax package installs instead.
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+def template_basedirs() -> list[str]:
+    """HTMLExporter.extra_template_basedirs for generate_feedback and the formgrader: the
+    course's templates first (its MathJax macro), then nbgrader's (feedback, formgrade)."""
+    import nbgrader
+
+    nbgrader_templates = Path(nbgrader.__file__).parent / "server_extensions/formgrader/templates"
+    return [str(TEMPLATES), str(nbgrader_templates)]
+
+
+def mathjax_file() -> Path:
+    """The installed MathJax.js (MathJax 2, from the jupyter-server-mathjax package)."""
+    try:
+        import jupyter_server_mathjax
+    except ImportError as exc:
+        raise ImportError(
+            "feedback pages need the jupyter-server-mathjax package (a dependency of the "
+            "course: reinstall with `pip install -c constraints.txt -e .`)"
+        ) from exc
+    path = Path(jupyter_server_mathjax.__file__).resolve().parent / "static" / "MathJax.js"
+    if not path.is_file():
+        raise FileNotFoundError(f"jupyter-server-mathjax is installed without {path}")
+    return path
+
+
+def mathjax_file_url(_: object = None) -> str:
+    """A Jinja filter (HTMLExporter.filters): the file: URL of the installed MathJax.js."""
+    return mathjax_file().as_uri()

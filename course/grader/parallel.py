@@ -50,8 +50,9 @@ MAX_NOTEBOOK_BYTES = 32 * 2**20  # what a graded notebook read back may weigh
 def course_files(root: Path, assignment: str) -> dict[str, bytes]:
     """What a worker needs of the course directory to grade `assignment` (its release is
     made there, by GenerateAssignment), and the committed references of the earlier
-    assignments whose carried code the checks run through (they only explain a failure,
-    course.carry, and award nothing)."""
+    checks whose code the checks run through (an earlier assignment's, carried, or an
+    earlier exercise of the same notebook: they only explain a failure, course.carry, and
+    award nothing)."""
     from course.grader.model import checks_by_name
 
     files = {"nbgrader_config.py": (root / "nbgrader_config.py").read_bytes()}
@@ -62,7 +63,9 @@ def course_files(root: Path, assignment: str) -> dict[str, bytes]:
         if chk.notebook.startswith(f"{assignment}/")
         for name in chk.builds_on
     }
-    folders = [f"source/{assignment}"] + [f"references/{a}" for a in sorted(earlier - {assignment})]
+    # Its own assignment's too when a check runs through an earlier exercise of the same
+    # notebook: the grader names a failing one from those committed (public) references.
+    folders = [f"source/{assignment}"] + [f"references/{a}" for a in sorted(earlier)]
     for folder in (root / f for f in folders):
         for path in sorted(folder.rglob("*")) if folder.exists() else []:
             if path.is_file() and "__pycache__" not in path.parts:

@@ -9,9 +9,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import sys
+import sysconfig
 import types
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -84,11 +87,53 @@ class Outputs(dict):
         except MissingName as exc:
             values = [Broken(str(exc))] * len(names)
         except Exception as exc:  # noqa: BLE001 (any student error fails these keys only)
-            text = str(exc).splitlines()[0][:120] if str(exc) else ""
-            why = f"raised {type(exc).__name__}" + (f": {text}" if text else "")
-            values = [Broken(why)] * len(names)
+            values = [Broken(raised(exc))] * len(names)
         for name, value in zip(names, values, strict=True):
             self[name] = _plain(value)
+
+
+def raised(exc: BaseException) -> str:
+    """What an exception of the student's code says: its type, the function of the student's
+    that raised it (when one did) and the first line of its message."""
+    text = str(exc).splitlines()[0][:120] if str(exc) else ""
+    where = raised_in(exc.__traceback__)
+    return (
+        f"raised {type(exc).__name__}"
+        + (f" in {where}" if where else "")
+        + (f": {text}" if text else "")
+    )
+
+
+# Code that is not the student's: the course package, and what Python and the installed
+# packages bring (numpy, the standard library).
+_NOT_THEIRS = tuple(
+    str(Path(p).resolve())
+    for p in {
+        Path(__file__).resolve().parents[1],  # course/
+        *(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")),
+        sys.prefix,
+        sys.base_prefix,
+    }
+)
+
+
+def raised_in(tb) -> str:
+    """The innermost function of the student's own code in a traceback, named as the
+    student wrote it (`Value.__mul__`, or `_backward` inside `Value.__mul__` for a closure);
+    "" when none (a name a check asked for is missing, or the course's own code raised)."""
+    name = ""
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        filename = code.co_filename
+        theirs = not filename.startswith("<frozen") and not str(
+            Path(filename).resolve() if filename.startswith("/") else filename
+        ).startswith(_NOT_THEIRS)
+        qualname = getattr(code, "co_qualname", code.co_name)
+        if theirs and not code.co_name.startswith("<"):  # not a lambda, nor a cell's body
+            parts = qualname.split(".<locals>.")
+            name = f"`{parts[-1]}`" + (f" inside `{parts[-2]}`" if len(parts) > 1 else "")
+        tb = tb.tb_next
+    return name
 
 
 def _plain(value):
@@ -147,7 +192,7 @@ def probe(check: Check, namespace: dict, seed: int | None = None) -> dict:
     try:
         check.probe(Student(namespace), np.random.default_rng(seed), outputs)
     except Exception as exc:  # noqa: BLE001 (a probe stops at the first unrecorded error)
-        why = str(exc) if isinstance(exc, MissingName) else f"raised {type(exc).__name__}: {exc}"
+        why = str(exc) if isinstance(exc, MissingName) else raised(exc)
         outputs.setdefault("_stopped", Broken(why))
     return dict(outputs)
 
@@ -167,14 +212,22 @@ def check(name: str, namespace: dict) -> float:
     """
     from IPython.display import display
 
+    found = payload(name, namespace, _SEEDS.get(name))
+    recorded = len(found["outputs"])
+    summary = f"{name}: {recorded} results recorded; the grader judges them (0 until then)."
+    display({PROBE_MIME: found, "text/plain": summary}, raw=True)
+    return 0.0
+
+
+def payload(name: str, namespace: dict, seed: int | None = None) -> dict:
+    """What a grade cell emits: the check's outputs, and those of the earlier checks whose
+    functions it runs through (Check.builds_on), each probed on its own public inputs."""
     chk = get_check(name)
-    outputs = probe(chk, namespace, _SEEDS.get(name))
-    payload = {"check": name, "outputs": {k: encode(v) for k, v in outputs.items()}}
-    if chk.builds_on:  # the carried functions this check runs through, probed on their own
-        payload["carried"] = {
+    outputs = probe(chk, namespace, seed)
+    found = {"check": name, "outputs": {k: encode(v) for k, v in outputs.items()}}
+    if chk.builds_on:
+        found["carried"] = {
             earlier: {k: encode(v) for k, v in probe(get_check(earlier), namespace).items()}
             for earlier in chk.builds_on
         }
-    summary = f"{name}: {len(outputs)} results recorded; the grader judges them (0 until then)."
-    display({PROBE_MIME: payload, "text/plain": summary}, raw=True)
-    return 0.0
+    return found

@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 
 from course.data import digits, spirals
 from course.gradcheck import gradient_error, rel_error
-from course.notebook import check_it, show_source
+from course.notebook import check_it, explore_plot, show_source
 from course.plots import decision_regions, loss_curve
 from course.training import accuracy, fit
 
@@ -624,7 +624,7 @@ def explore(hidden_dim=50, log10_learning_rate=0.0, log10_weight_scale=-1.0):
     )
 
 
-_ = widgets.interact(
+_ = explore_plot(
     explore,
     hidden_dim=widgets.IntSlider(value=50, min=2, max=200, step=2),
     log10_learning_rate=widgets.FloatSlider(value=0.0, min=-3, max=2, step=0.25),
