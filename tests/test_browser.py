@@ -4,9 +4,11 @@ JupyterLab server of `make lab` on loopback. Screenshots go to artefacts/browser
 Skipped where chromium or Playwright is missing; CI installs both (.ci/run).
 """
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -31,6 +33,8 @@ pytestmark = [
 
 TOKEN = "everything-leaks-test"
 ARTEFACTS = course_root() / "artefacts" / "browser"
+# The notebook in the current tab has no unsaved changes.
+SAVED = "() => !document.querySelector('.lm-TabBar-tab.lm-mod-current.jp-mod-dirty')"
 # Keep chromium off the network: every name resolves nowhere but the loopback server.
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -70,7 +74,12 @@ class Lab:
         ]
         self.log = log.open("w")
         self.proc = subprocess.Popen(
-            cmd, cwd=root, env=env, stdout=self.log, stderr=subprocess.STDOUT
+            cmd,
+            cwd=root,
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # stop() ends the server and anything it started
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -92,11 +101,14 @@ class Lab:
             return exc.code
 
     def stop(self):
-        self.proc.terminate()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
         try:
             self.proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=20)
         self.log.close()
 
 
@@ -198,6 +210,11 @@ def test_student_lab(browser, course_dir):
         header.wait_for(timeout=180_000)
         page.screenshot(path=ARTEFACTS / "4-validate.png")
         assert page.locator(".validation-success").count() == 1
+        page.locator(".jp-Dialog-button.jp-mod-accept").click()
+        # Saved before leaving: a notebook with unsaved changes (its widgets' state moved)
+        # asks the browser to stay on the page, and the next page would never open.
+        page.keyboard.press("Control+s")
+        page.wait_for_function(SAVED, timeout=30_000)
 
         # Run All on an untouched notebook: each check it says which exercise is not
         # written, and the later exercises are still checked (issue 22, item 5).
@@ -214,7 +231,7 @@ def test_student_lab(browser, course_dir):
         wait_for_idle_kernel(page)
         page.screenshot(path=ARTEFACTS / "4-run-all-blank.png")
         page.keyboard.press("Control+s")
-        page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=30_000)
+        page.wait_for_function(SAVED, timeout=30_000)
         ran = nbformat.read(course_dir / "work" / "01_backprop" / "blank.ipynb", as_version=4)
         stderr = [
             o.text
