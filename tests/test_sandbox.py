@@ -19,7 +19,7 @@ def args_of(cmd):
 def test_the_kernel_sees_an_allow_list_not_the_host(tmp_path):
     data = tmp_path / "data.csv"
     data.write_text("1,2\n")
-    cmd = sandbox.wrap(["python", "-m", "ipykernel_launcher"], tmp_path, None, {"d.csv": data})
+    cmd = sandbox.wrap(["python", "-m", "ipykernel_launcher"], tmp_path, [], {"d.csv": data})
     args = args_of(cmd)
     assert "--unshare-all" in args and "--die-with-parent" in args and "--clearenv" in args
     mounted = [args[i + 2] for i, a in enumerate(args) if a in ("--bind", "--ro-bind")]
@@ -70,10 +70,12 @@ def test_kernel_output_is_read_back_capped_and_escaped(tmp_path):
     assert sandbox.read_capped(tmp_path / "link") == ""
 
 
-def test_kernels_join_their_cgroup_before_anything_runs(tmp_path):
-    cmd = sandbox.wrap(["k"], tmp_path, cgroup=tmp_path / "g")
-    assert cmd[:3] == ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"']
-    assert cmd[3] == str(tmp_path / "g" / "cgroup.procs")
+def test_kernels_join_their_cgroups_before_anything_runs(tmp_path):
+    cmd = sandbox.wrap(["k"], tmp_path, cgroups=[tmp_path / "pids", tmp_path / "memory"])
+    join = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"']
+    assert cmd[:3] == join and cmd[3] == str(tmp_path / "memory" / "cgroup.procs")
+    assert cmd[4:7] == join and cmd[7] == str(tmp_path / "pids" / "cgroup.procs")
+    assert cmd[8] == "/usr/bin/env"
 
 
 @pytest.mark.slow
@@ -159,6 +161,6 @@ def test_the_limits_are_settings_of_the_course(tmp_path):
     config.SandboxedKernelManager.address_space = 3 * 2**30
     km = sandbox.SandboxedKernelManager(config=config)  # as nbclient makes it: with the config
     assert km.limits.tmp_tmpfs == 12_345_678 and km.limits.processes == sandbox.LIMITS.processes
-    cmd = sandbox.wrap(["k"], tmp_path, None, {}, km.limits)
+    cmd = sandbox.wrap(["k"], tmp_path, [], {}, km.limits)
     assert cmd[cmd.index("/tmp") - 2 : cmd.index("/tmp")] == ["12345678", "--tmpfs"]
     assert f"--as={3 * 2**30}" in cmd
