@@ -32,6 +32,7 @@ from course.grader.nbgrader_ext import (
     ExerciseFeedback,
     GuardedExecute,
     JudgeHiddenChecks,
+    SanitizeStudentCells,
     SeedHiddenChecks,
     template_basedirs,
 )
@@ -86,6 +87,7 @@ c.Autograde.autograde_preprocessors = [
     SeedHiddenChecks,
     GuardedExecute,
     JudgeHiddenChecks,
+    SanitizeStudentCells,
     IgnorePattern,
     ClearMetadataPreprocessor,
     LimitOutput,

@@ -118,3 +118,33 @@ def test_maths_renders_offline(template):
     assert (path.parent / "config/TeX-AMS-MML_HTMLorMML-full.js").is_file()
     assert (path.parent / "fonts/HTML-CSS/STIX-Web/woff").is_dir()
     assert "static/jupyter_server_mathjax/MathJax.js" in html  # served by a Jupyter server
+
+
+def test_student_cells_are_sanitized_and_the_graders_outputs_kept():
+    """Round 5: a student's <script> (markdown, text/html, javascript) must not reach the
+    formgrader or feedback; plain text, pictures and maths without tags stay as they are."""
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+    from course.grader.nbgrader_ext import SanitizeStudentCells
+
+    code = new_code_cell("x")
+    code.outputs = [
+        new_output("stream", name="stdout", text="verdict\n"),
+        new_output("display_data", data={"image/png": "iVBORw0KGgo=", "text/plain": "fig"}),
+        new_output(
+            "display_data",
+            data={"text/html": "<b>ok</b><script>steal()</script>", "text/javascript": "x()"},
+        ),
+    ]
+    maths = new_markdown_cell("$a < b$ and $x_i$, `code`")
+    nb = new_notebook(cells=[new_markdown_cell("hi <script>steal()</script>"), maths, code])
+    nb, _ = SanitizeStudentCells().preprocess(nb, {})
+    assert "<script>" not in nb.cells[0].source
+    assert nb.cells[1].source == "$a < b$ and $x_i$, `code`"
+    outputs = nb.cells[2].outputs
+    assert outputs[0].text == "verdict\n" and outputs[1].data["image/png"] == "iVBORw0KGgo="
+    assert (
+        "<script>" not in outputs[2].data["text/html"]
+        and "<b>ok</b>" in outputs[2].data["text/html"]
+    )
+    assert "text/javascript" not in outputs[2].data

@@ -159,6 +159,33 @@ def judge_notebook(nb: NotebookNode, inputs: Inputs | None = None) -> NotebookNo
     return nb
 
 
+class SanitizeStudentCells(NbGraderPreprocessor):
+    """After judging: nothing a student wrote or displayed runs in a page that shows the
+    autograded notebook (the instructor's formgrader, in the instructor's own session, and
+    the feedback pages). Markdown and raw cells with anything like a tag go through bleach
+    (nbconvert's SanitizeHTML); outputs keep plain text, PNG and JPEG as they are, HTML
+    and markdown sanitized, nothing else (javascript, widgets, SVG, LaTeX). The grader's
+    own outputs (verdicts: text and PNG) pass unchanged (round 5 of the attacks)."""
+
+    SAFE = {"metadata", "text/plain", "image/png", "image/jpeg"}
+    TAG = re.compile(r"<[A-Za-z!/?]")
+
+    def preprocess(self, nb, resources):
+        from nbconvert.preprocessors.sanitize import SanitizeHTML
+
+        bleach = SanitizeHTML(safe_output_keys=self.SAFE, parent=self)
+        for cell in nb.cells:
+            if cell.cell_type in ("markdown", "raw"):
+                if self.TAG.search(cell.source):
+                    cell.source = bleach.sanitize_html_tags(cell.source)
+                for bundle in cell.get("attachments", {}).values():  # pictures only
+                    for key in [k for k in bundle if k not in self.SAFE]:
+                        del bundle[key]
+            elif cell.cell_type == "code":
+                cell.outputs = bleach.sanitize_code_outputs(cell.outputs)
+        return nb, resources
+
+
 class JudgeHiddenChecks(NbGraderPreprocessor):
     """After Execute: the verdict of every hidden check, decided outside the kernel, against
     the references of the run's inputs (handed over by SeedHiddenChecks)."""
