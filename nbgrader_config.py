@@ -56,6 +56,9 @@ c.CourseDirectory.db_url = gradebook_url(ROOT)
 # Exchange for release/fetch/submit/collect. A class sets NBGRADER_EXCHANGE to its shared
 # folder (nbgrader's default is /srv/nbgrader/exchange); a self-learner gets a private one.
 c.Exchange.root = os.environ.get("NBGRADER_EXCHANGE", str(ROOT / ".nbgrader" / "exchange"))
+# Collect only what the student it names owns, dated no earlier than it was made
+# (course/grader/exchange.py: nbgrader's own only warns, and believes the folder's name).
+c.ExchangeFactory.collect = "course.grader.exchange.OwnerCheckedCollect"
 
 # Per-cell timeouts, in seconds: the grade cells that train a model get three times as
 # long. COURSE_CELL_TIMEOUT scales them all (a slow grading machine, or a test of loops).

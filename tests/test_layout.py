@@ -30,7 +30,8 @@ LAYERS = [
      "course.checks", "course.checks.*"},
     # 2: nbgrader integration.
     {"course.grader.nbgrader_ext", "course.grader.sandbox", "course.grader.kernel_client",
-     "course.grader.inputs", "course.grader.nbgrader_internals", "course.grader.cluster"},
+     "course.grader.inputs", "course.grader.nbgrader_internals", "course.grader.cluster",
+     "course.grader.exchange"},
     # 3: the class pipeline and authoring.
     {"course.grader.autograde", "course.grader.parallel", "course.grader.recording",
      "course.authoring", "course.authoring.*"},
