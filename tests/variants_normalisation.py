@@ -308,14 +308,13 @@ MUTANTS = [
         ("predicted_test_scale = 2.0", "predicted_test_scale = 0.5"),
     ),
     m(
-        "predictions: a batch of one normalised to unit spread",
+        "predictions: a batch of one outputs gamma (x_hat taken as 1)",
         PRED,
         {"predictions"},
-        ("predicted_batch_of_one_std = 0.0", "predicted_batch_of_one_std = 1.0"),
+        ("predicted_batch_of_one_output = 3.0", "predicted_batch_of_one_output = 2.0"),
     ),
 ]
 
-EXPECTED_SURVIVORS: set[str] = set()
 
 BN_VAR_DICT = {
     BNF: '''\
@@ -647,6 +646,8 @@ class FullyConnectedNet(FullyConnectedNet04):
         return loss, grads
 '''
 
+EXPECTED_SURVIVORS: set[str] = set()
+
 ALTERNATES = [
     Alternate("batch norm with np.var and a dict cache", BN_VAR_DICT),
     Alternate("batch norm keeping x, stage by stage", BN_KEEP_X),
@@ -660,7 +661,7 @@ ALTERNATES = [
         "predictions computed",
         {
             PRED: "predicted_running_fraction = 0.6513\n"
-            "predicted_test_scale = 1 / 0.5\npredicted_batch_of_one_std = 0\n"
+            "predicted_test_scale = 1 / 0.5\npredicted_batch_of_one_output = 3\n"
         },
     ),
 ]
