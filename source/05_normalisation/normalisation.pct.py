@@ -633,6 +633,7 @@ mean_image = data.X_train.mean(axis=0)
 X_train, X_val, X_test = (X - mean_image for X in (data.X_train, data.X_val, data.X_test))
 y_train, y_val, y_test = data.y_train, data.y_val, data.y_test
 SEEDS = (0, 1, 2)
+STEPS = 60  # SGD steps of each deep-network run below
 
 
 def deep_net(normalization=None, weight_scale=1e-2, hidden_dims=(100,) * 6, seed=0, **kwargs):
@@ -677,7 +678,7 @@ for normalization in tqdm((None, "batchnorm", "layernorm"), desc="normalisations
     runs = []
     for seed in SEEDS:
         model = deep_net(normalization, seed=seed)
-        losses = train_steps(model, 100, learning_rate=0.05, seed=seed)
+        losses = train_steps(model, STEPS, learning_rate=0.05, seed=seed)
         runs.append((losses, accuracy(model.loss(X_val), y_val)))
     curves[normalization] = runs
 fig, ax = plt.subplots(figsize=(7.5, 3.6), layout="constrained")
@@ -786,7 +787,7 @@ for batch_size in tqdm((2, 8, 64), desc="batch sizes"):
     results = []
     for seed in SEEDS:
         model = deep_net("batchnorm", weight_scale=0.1, hidden_dims=(100,) * 3, seed=seed)
-        steps = 2 * len(X_train) // batch_size  # two epochs each
+        steps = len(X_train) // batch_size  # one epoch each
         train_steps(model, steps, learning_rate=0.02, batch_size=batch_size, seed=seed)
         results.append(
             (
@@ -882,14 +883,14 @@ for reg in (0.0, 0.05):
         norms = []
         model = deep_net("batchnorm", weight_scale=0.1, hidden_dims=(100,) * 3, seed=seed, reg=reg)
         record = lambda _, m, norms=norms: norms.append(np.linalg.norm(m.params["W2"]))  # noqa: E731
-        train_steps(model, 200, learning_rate=learning_rate, seed=seed, callback=record)
+        train_steps(model, 2 * STEPS, learning_rate=learning_rate, seed=seed, callback=record)
         norms_all.append(norms)
     norms_all = np.array(norms_all)
     ax1.plot(norms_all.mean(0), label=f"reg {reg}")
     ax2.semilogy(learning_rate / norms_all.mean(0) ** 2, label=f"reg {reg}")
     final = norms_all[:, -1]
     print(
-        f"reg {reg}: |W2| after 200 steps {final.mean():.2f} ± {final.std():.2f}, "
+        f"reg {reg}: |W2| after {2 * STEPS} steps {final.mean():.2f} ± {final.std():.2f}, "
         f"effective step {learning_rate / final.mean() ** 2:.2e}"
     )
 ax1.set(xlabel="step", ylabel="|W2|", title="L2 shrinks the weights before batch norm...")
@@ -916,7 +917,7 @@ for batch_size in (8, 64):
             start = time.perf_counter()
             train_steps(
                 model,
-                2 * len(X_train) // batch_size,
+                len(X_train) // batch_size,
                 learning_rate=0.02,
                 batch_size=batch_size,
                 seed=seed,
@@ -1060,7 +1061,7 @@ _ = widgets.interact(
 # %% [markdown]
 # ### Learning-rate sensitivity, and the test set once
 #
-# Six hidden layers of 100 from He's scale ($\sqrt{2/100}$), 100 SGD steps, each
+# Six hidden layers of 100 from He's scale ($\sqrt{2/100}$), 60 SGD steps, each
 # learning rate and setting with three seeds. Normalisation widens the range of learning
 # rates that train. Then, once, the test accuracy of the best setting by validation.
 
@@ -1073,7 +1074,7 @@ for normalization in tqdm((None, "batchnorm"), desc="sweep"):
         for seed in SEEDS:
             model = deep_net(normalization, weight_scale=np.sqrt(2 / 100), seed=seed)
             with np.errstate(all="ignore"):
-                train_steps(model, 100, learning_rate=lr, seed=seed)
+                train_steps(model, STEPS, learning_rate=lr, seed=seed)
                 accs.append(accuracy(model.loss(X_val), y_val))
         sweep[normalization, lr] = (np.array(accs), model)
 fig, ax = plt.subplots(figsize=(6.5, 3.4), layout="constrained")
