@@ -157,11 +157,12 @@ def probe_batchnorm_forward(student, rng, out):
         test_mode,
     )  # fmt: skip
 
-    x = 10 * rng.standard_normal((N, D))
+    x = 300 * rng.standard_normal((N, D))
 
     def rescaled():
-        # Both scales large enough that eps moves neither output by more than 1e-9: the
-        # grader compares the two outputs (the second must equal the first).
+        # Both scales large enough that eps moves neither output by more than about 1e-9
+        # (x of spread 10 left 1e-6 in 34 draws of 100): the grader compares the two
+        # outputs (the second must equal the first).
         first = forward(x.copy(), *_copies(gamma, beta), {"mode": "train"})[0]
         second = forward(100 * x, *_copies(gamma, beta), {"mode": "train"})[0]
         return first, np.stack([np.asarray(first, dtype=np.float64), second])

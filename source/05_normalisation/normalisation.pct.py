@@ -1086,6 +1086,11 @@ ax.set(xscale="log", xlabel="learning rate", ylabel="validation accuracy (3 seed
        title="Batch norm trains over a wider range of learning rates")  # fmt: skip
 ax.legend()
 plt.show()
+for normalization in (None, "batchnorm"):
+    print(
+        f"{normalization!s:>9}:",
+        ", ".join(f"lr {lr} {spread(sweep[normalization, lr][0])}" for lr in learning_rates),
+    )
 best = max(sweep, key=lambda key: sweep[key][0].mean())
 print(
     f"best by validation: {best[0]}, learning rate {best[1]}: validation {spread(sweep[best][0])}"
