@@ -299,19 +299,26 @@ MUTANTS = [
         "predictions: 0.9 ** 10 (the weight of the start)",
         PRED,
         {"predictions"},
-        ("predicted_running_fraction = 1 - 0.9**10", "predicted_running_fraction = 0.9**10"),
+        ("return 1 - momentum**k", "return momentum**k"),
     ),
     m(
         "predictions: p, not 1 / p",
         PRED,
         {"predictions"},
-        ("predicted_test_scale = 2.0", "predicted_test_scale = 0.5"),
+        ("return 1 / p", "return p"),
     ),
     m(
         "predictions: a batch of one outputs gamma (x_hat taken as 1)",
         PRED,
         {"predictions"},
-        ("predicted_batch_of_one_output = 3.0", "predicted_batch_of_one_output = 2.0"),
+        ("return beta", "return gamma"),
+    ),
+    m(
+        "predictions: the notebook's settings only, not the formula",
+        PRED,
+        {"predictions"},
+        ("return 1 - momentum**k", "return 1 - 0.9**10"),
+        ("return 1 / p", "return 2.0"),
     ),
 ]
 
@@ -660,8 +667,10 @@ ALTERNATES = [
     Alternate(
         "predictions computed",
         {
-            PRED: "predicted_running_fraction = 0.6513\n"
-            "predicted_test_scale = 1 / 0.5\npredicted_batch_of_one_output = 3\n"
+            PRED: "def predicted_running_fraction(k, momentum):\n"
+            "    return 1 - np.exp(k * np.log(momentum))\n\n\n"
+            "def predicted_test_scale(p):\n    return p**-1\n\n\n"
+            "def predicted_batch_of_one_output(gamma, beta):\n    return 0 * gamma + beta\n"
         },
     ),
 ]

@@ -714,26 +714,42 @@ check("normalised_training", globals())
 # %% [markdown]
 # ## 5 · Predict, then measure
 #
-# Three numbers to write down **before** running the experiments below (3 points, each
-# accepted within the band stated):
+# Three predictions to write down **before** running the experiments below (3 points),
+# each as a small function of the setting, so that the hidden check can ask it about
+# settings you do not see (each answer accepted within 2%):
 #
-# 1. `predicted_running_fraction`: a feature's batch mean is the same, $m$, at every
-#    step. After 10 training steps from `running_mean = 0` with momentum 0.9, what
-#    fraction of $m$ is the running mean? (within 2%)
-# 2. `predicted_test_scale`: dropout **without** the division by `p`, with `p = 0.5`.
-#    At test time every unit is kept. By what factor is a unit's mean at test time larger
-#    than its mean during training? (within 2%)
-# 3. `predicted_batch_of_one_output`: a batch-norm layer with $\gamma = 2$ and
-#    $\beta = 3$ for every feature, in train mode, gets a batch of **one** example. What is
-#    the mean, over its features, of its output? (within 2%)
+# 1. `predicted_running_fraction(k, momentum)`: a feature's batch mean is the same, $m$,
+#    at every step. After `k` training steps from `running_mean = 0`, what fraction of
+#    $m$ is the running mean? Below: `k = 10`, `momentum = 0.9`.
+# 2. `predicted_test_scale(p)`: dropout **without** the division by `p` (the probability
+#    of keeping). At test time every unit is kept. By what factor is a unit's mean at test
+#    time larger than its mean during training? Below: `p = 0.5`.
+# 3. `predicted_batch_of_one_output(gamma, beta)`: a batch-norm layer with the same
+#    `gamma` and `beta` for every feature, in train mode, gets a batch of **one** example.
+#    What is the mean, over its features, of its output? Below: `gamma = 2`, `beta = 3`.
 
 
 # %% nbgrader={"grade": false, "grade_id": "predictions_solution", "locked": false, "schema_version": 3, "solution": true}
-### BEGIN SOLUTION
-predicted_running_fraction = 1 - 0.9**10
-predicted_test_scale = 2.0
-predicted_batch_of_one_output = 3.0
-### END SOLUTION
+def predicted_running_fraction(k, momentum):
+    """The running mean after k steps from 0, as a fraction of a constant batch mean."""
+    ### BEGIN SOLUTION
+    return 1 - momentum**k
+    ### END SOLUTION
+
+
+def predicted_test_scale(p):
+    """Test-time mean / train-time mean of a unit, with dropout not divided by p."""
+    ### BEGIN SOLUTION
+    return 1 / p
+    ### END SOLUTION
+
+
+def predicted_batch_of_one_output(gamma, beta):
+    """The mean output of batch norm (train mode) for a batch of one example."""
+    ### BEGIN SOLUTION
+    return beta
+    ### END SOLUTION
+
 
 # %% nbgrader={"grade": true, "grade_id": "predictions", "locked": true, "points": 3, "schema_version": 3, "solution": false}
 # Hidden check (3 points): each prediction within its band.
@@ -758,7 +774,7 @@ check("predictions", globals())
 one, _ = batchnorm_forward(X_val[:1], 2 * np.ones(64), 3 * np.ones(64), {"mode": "train"})
 print(
     f"batch of one, gamma 2, beta 3: output mean {one.mean():.4f}, std {one.std():.4f}",
-    f"(you predicted a mean of {predicted_batch_of_one_output})",
+    f"(you predicted a mean of {predicted_batch_of_one_output(2.0, 3.0)})",
 )
 
 
@@ -826,7 +842,7 @@ for _ in range(10):
 fraction = param["running_mean"][0] / column.mean()
 print(
     f"after 10 steps the running mean is {fraction:.4f} of the batch mean",
-    f"(you predicted {predicted_running_fraction:.4f})",
+    f"(you predicted {predicted_running_fraction(10, 0.9):.4f})",
 )
 
 ks = (1, 2, 5, 10, 20, 40, 80)
@@ -942,7 +958,7 @@ dropped, _ = dropout_forward(h, {"mode": "train", "p": 0.5, "seed": 0})
 not_inverted = dropped * 0.5  # undo the division: what dropout without it gives
 print(f"test / train mean, inverted: {h.mean() / dropped.mean():.3f}; "
       f"without the division: {h.mean() / not_inverted.mean():.3f}",
-      f"(you predicted {predicted_test_scale})")  # fmt: skip
+      f"(you predicted {predicted_test_scale(0.5)})")  # fmt: skip
 
 # %% [markdown]
 # Without the division, every layer's input at test time is $1/p$ times what the next
