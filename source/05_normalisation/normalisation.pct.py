@@ -17,7 +17,7 @@
 # | 2 · Layer normalisation | `layernorm_forward`, `layernorm_backward` | 4 |
 # | 3 · Dropout | `dropout_forward`, `dropout_backward` | 3 |
 # | 4 · The finished network | `FullyConnectedNet` with normalisation and dropout, trained | 7 |
-# | 5 · Predictions | three numbers, before the experiments that measure them | 3 |
+# | 5 · Predictions | three small formulas, before the experiments that measure them | 3 |
 #
 # Fill in every cell that says `YOUR CODE HERE`, run the "check it" cell after it, and press
 # **Validate** before you submit. The cells titled "Hidden check" are graded later, on
