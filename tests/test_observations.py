@@ -24,10 +24,22 @@ from course.authoring.classroom import solution_sources
 from course.grader import model, probe
 from course.grader.judge import verdict
 from course.paths import course_root
-from tests import variants_backprop, variants_linear, variants_multilayer, variants_optimisers
+from tests import (
+    variants_backprop,
+    variants_linear,
+    variants_multilayer,
+    variants_normalisation,
+    variants_optimisers,
+)
 from tests.test_mutants import answers_of
 
-MODULES = [variants_backprop, variants_linear, variants_multilayer, variants_optimisers]
+MODULES = [
+    variants_backprop,
+    variants_linear,
+    variants_multilayer,
+    variants_optimisers,
+    variants_normalisation,
+]
 ALL_CHECKS = sorted(model.checks_by_name())
 
 
@@ -103,6 +115,7 @@ PROBE_MODULES = {
     "02_linear": ["course.checks.linear"],
     "03_multilayer": ["course.checks.multilayer", "course.checks.linear"],
     "04_optimisers": ["course.checks.optimisers", "course.checks.multilayer"],
+    "05_normalisation": ["course.checks.normalisation", "course.checks.multilayer"],
 }
 
 

@@ -1,0 +1,981 @@
+"""Hidden checks of assignment 05, "Normalisation and regularisation" (API: shared API.md,
+section 05).
+
+The kernel records observations only: outputs, gradients, forward values at nudged inputs,
+the arrays a call returned for two scales of its input, the share of units a mask kept.
+The grader decides: outputs against the reference values, and every invariant (the sum of
+dx over the normalised axis, the scale invariance, the zero gradient of a bias before
+batch norm, a mask's statistics) by a grader-side measure of those raw observations.
+Dropout masks are judged by their statistics, per array, never by the random generator's
+draw order. Every shape and value is drawn from the check's (secret) seed.
+"""
+
+import numpy as np
+
+from course.checks.common import (
+    away_from_zero,
+    centred_error,
+    clear_of_kinks,
+    gradient_observation,
+    rounding_aware_error,
+    seeded,
+    stacked,
+)
+from course.checks.multilayer import INPUTS_RULE
+from course.grader.model import Assignment, Check, Rule, register
+from course.grader.probe import nudged
+from course.training import fit
+
+ASSIGNMENT = Assignment(
+    id="05_normalisation",
+    notebook="normalisation",
+    title="05 Normalisation and regularisation",
+    builds=(
+        "`batchnorm_forward`, `batchnorm_backward` (through the graph and in closed form), "
+        "`layernorm_forward`/`_backward`, `dropout_forward`/`_backward`, `FullyConnectedNet` "
+        "finished with normalisation and dropout"
+    ),
+    leak=(
+        "the batch couples the examples; running statistics start biased; with batch norm, "
+        "weight decay becomes a step size; dropout must be rescaled, and its redrawn mask "
+        "defeats a gradient check"
+    ),
+    slow_cells=frozenset({"normalised_training"}),
+)
+NOTEBOOK = ASSIGNMENT.key
+
+# The functions carried from 03 that the finished network runs through (course.carry):
+# a failure they cause is named by their own checks.
+CARRIED_03 = {
+    "affine_forward": "affine_forward",
+    "affine_backward": "affine_backward",
+    "relu": "relu_forward or relu_backward",
+    "softmax_loss": "softmax_loss",
+}
+
+
+def _copies(*arrays):
+    return [np.array(a, copy=True) for a in arrays]
+
+
+def _cases(rng):
+    """(label, x): N > D, N < D, a square x, and a non-contiguous x, all drawn."""
+    N, D = int(rng.integers(8, 12)), int(rng.integers(3, 7))
+    wide = rng.standard_normal((int(rng.integers(6, 9)), 2 * int(rng.integers(5, 8))))
+    k = int(rng.integers(4, 8))
+    return [
+        ("N > D", float(rng.uniform(-3, 3)) + rng.uniform(0.5, 3) * rng.standard_normal((N, D))),
+        ("N < D", float(rng.uniform(-3, 3)) + rng.uniform(0.5, 3) * rng.standard_normal((D, N))),
+        ("square x", float(rng.uniform(-3, 3)) + rng.uniform(0.5, 3) * rng.standard_normal((k, k))),
+        ("non-contiguous x[:, ::2]", (3 + 2 * wide)[:, ::2]),
+    ]
+
+
+def _gamma_beta(rng, D):
+    return away_from_zero(rng, D, 0.5, 2.0), rng.standard_normal(D)
+
+
+def _differences(got, want) -> float:
+    """measure: how far the arrays stacked in an observation differ from the first one
+    (an output that must not change: another scale of x, each row alone)."""
+    got = np.asarray(got, dtype=np.float64)
+    if got.ndim < 2 or len(got) < 2:
+        return float("inf")
+    return max(rounding_aware_error(other, got[0]) for other in got[1:])
+
+
+def _sums(axis: int):
+    """measure: how far the sums of dx along `axis` (the normalised one) are from 0,
+    relative to dx's largest element."""
+
+    def measure(got, want) -> float:
+        dx = np.asarray(got, dtype=np.float64)
+        if dx.ndim != 2 or not np.all(np.isfinite(dx)):
+            return float("inf")
+        largest = float(np.abs(dx).max())
+        if largest == 0:
+            return float("inf")  # all zeros: nothing propagated
+        return float(np.abs(dx.sum(axis=axis)).max() / largest)
+
+    return measure
+
+
+# ------------------------------------------------------------------- batch norm forward
+
+
+def probe_batchnorm_forward(student, rng, out):
+    forward = student.batchnorm_forward
+    N = int(rng.integers(8, 12))
+    cases = _cases(rng) + [
+        ("a mean of 1e6 against a spread of 1", 1e6 + rng.standard_normal((N, N - 4)))
+    ]
+    for label, x in cases:
+        gamma, beta = _gamma_beta(rng, x.shape[1])
+        out.record(
+            f"out:train mode, {label}",
+            lambda x=x, g=gamma, b=beta: forward(x, *_copies(g, b), {"mode": "train"})[0],
+        )
+
+    D = int(rng.integers(3, 7))
+    N = D + int(rng.integers(2, 6))
+    batches = [rng.uniform(-3, 3) + rng.uniform(1, 3) * rng.standard_normal((N, D)) for _ in "abc"]
+    gamma, beta = _gamma_beta(rng, D)
+    given = {
+        "momentum": float(rng.uniform(0.5, 0.8)),
+        "eps": 1e-3,
+        "running_mean": rng.standard_normal(D),
+        "running_var": rng.uniform(0.5, 2.0, D),
+    }
+    for label, start in (("the defaults", {}), ("a given momentum, eps and state", given)):
+
+        def steps(start=start):
+            bn_param = {
+                k: (np.array(v, copy=True) if isinstance(v, np.ndarray) else v)
+                for k, v in start.items()
+            }
+            bn_param["mode"] = "train"
+            outs = [forward(b.copy(), *_copies(gamma, beta), bn_param)[0] for b in batches]
+            return outs[-1], bn_param["running_mean"], bn_param["running_var"]
+
+        out.record(
+            [f"out:train mode, 3 steps from {label}", f"running:mean after 3 steps from {label}",
+             f"running:variance after 3 steps from {label}"],
+            steps,
+        )  # fmt: skip
+
+    x = rng.uniform(-2, 2) + 2 * rng.standard_normal((N + 1, D))
+    stats = {"running_mean": rng.standard_normal(D), "running_var": rng.uniform(0.5, 2.0, D)}
+
+    def test_mode():
+        bn_param = {"mode": "test", "eps": 1e-3, **{k: v.copy() for k, v in stats.items()}}
+        result = forward(x.copy(), *_copies(gamma, beta), bn_param)[0]
+        left = [np.ravel(bn_param[k]) for k in ("running_mean", "running_var")]
+        return result, np.concatenate(left).astype(np.float64)
+
+    out.record(
+        ["test:with given running averages", "unchanged:with given running averages"],
+        test_mode,
+    )  # fmt: skip
+
+    x = 300 * rng.standard_normal((N, D))
+
+    def rescaled():
+        # Both scales large enough that eps moves neither output by more than about 1e-9
+        # (x of spread 10 left 1e-6 in 34 draws of 100): the grader compares the two
+        # outputs (the second must equal the first).
+        first = forward(x.copy(), *_copies(gamma, beta), {"mode": "train"})[0]
+        second = forward(100 * x, *_copies(gamma, beta), {"mode": "train"})[0]
+        return first, np.stack([np.asarray(first, dtype=np.float64), second])
+
+    out.record(["out:x and 100 x", "scale:x and 100 x"], rescaled)
+
+
+register(
+    Check(
+        name="batchnorm_forward",
+        notebook=NOTEBOOK,
+        points=3,
+        probe=probe_batchnorm_forward,
+        rules={
+            "out": Rule(
+                "output in",
+                rtol=1e-8,
+                weight=2,
+                hint="normalise each column by its batch mean and biased variance, "
+                "(x - mu) / sqrt(var + eps), computing var from the centred values "
+                "(mean(x**2) - mu**2 cancels when |mu| >> std), then gamma * x_hat + beta.",
+            ),
+            "running": Rule(
+                "running",
+                rtol=1e-10,
+                hint="running = momentum * running + (1 - momentum) * batch_stat (PyTorch's "
+                "momentum is 1 - ours, and PyTorch keeps the unbiased variance: this API "
+                "keeps the biased one), stored back into bn_param; zeros at first.",
+            ),
+            "test": Rule(
+                "test mode:",
+                rtol=1e-10,
+                hint="in test mode normalise with bn_param's running averages and eps.",
+            ),
+            # Credited only with the test-mode output: leaving them alone is easy.
+            "unchanged": Rule(
+                "running averages after a test-mode call",
+                rtol=1e-10,
+                hint="test mode must leave bn_param's running averages as they were.",
+                requires="test",
+            ),
+            "scale": Rule(
+                "change of the train-mode output between",
+                kind="below",
+                rtol=1e-6,
+                hint="the output must not depend on the scale of x.",
+                requires="out",
+                measure=_differences,
+            ),
+        },
+    )
+)
+
+
+# ------------------------------------------------------------------- normalisation backward
+
+
+def norm_backward_probe(forward_name: str, backward_name: str, param: dict):
+    """dx, dgamma, dbeta; the student's own forward values at nudged x, gamma and beta
+    (projected on dout: the grader forms the centred differences); dx raw again for the
+    sums along the normalised axis, which must vanish."""
+
+    def probe(student, rng, out):
+        forward = getattr(student, forward_name)
+        backward = getattr(student, backward_name)
+        for label, x in _cases(rng):
+            gamma, beta = _gamma_beta(rng, x.shape[1])
+            dout = rng.standard_normal(x.shape)
+
+            def compute(x=x, gamma=gamma, beta=beta, dout=dout):
+                result, cache = forward(*_copies(x, gamma, beta), dict(param))
+                dx, dgamma, dbeta = backward(dout.copy(), cache)
+                inputs = {"x": x, "gamma": gamma, "beta": beta}
+                observed = []
+                for key, grad in (("x", dx), ("gamma", dgamma), ("beta", dbeta)):
+
+                    def f(v, key=key):
+                        args = {**{k: np.array(a, copy=True) for k, a in inputs.items()}, key: v}
+                        return forward(args["x"], args["gamma"], args["beta"], dict(param))[0]
+
+                    observed.append(gradient_observation(grad, *nudged(f, inputs[key], dout)))
+                return result, dx, dgamma, dbeta, stacked(*observed), dx
+
+            keys = ["forward", "dx", "dgamma", "dbeta", "selfcheck", "sum"]
+            out.record([f"{k}:{label}" for k in keys], compute)
+
+    return probe
+
+
+def norm_backward_rules(hint: str, sum_words: str, axis: int) -> dict[str, Rule]:
+    return {
+        "forward": Rule("forward output (train mode) for", rtol=1e-8, weight=0.5, hint=""),
+        "dx": Rule("dx for", rtol=1e-7, weight=2, hint=hint),
+        "dgamma": Rule("dgamma for", rtol=1e-8, hint="sum over the batch of dout * x_hat."),
+        "dbeta": Rule("dbeta for", rtol=1e-8, hint="sum over the batch of dout."),
+        "selfcheck": Rule(
+            "gradients against centred differences of your own forward pass, for",
+            kind="below",
+            rtol=1e-6,  # correct code: 1e-8 and below; a wrong term: 1e-3 and above
+            hint="a gradient does not match the forward pass it comes from.",
+            requires="forward",
+            measure=centred_error(),
+        ),
+        "sum": Rule(
+            f"{sum_words} (relative to dx's size), for",
+            kind="below",
+            rtol=1e-10,
+            hint="dx must sum to 0 along the normalised axis: a term through the mean "
+            "(or the variance) is missing.",
+            requires="dx",
+            measure=_sums(axis),
+        ),
+    }
+
+
+BN_BACKWARD_HINT = (
+    "x feeds both the centred values and the mean, and the centred values feed both x_hat "
+    "and the variance: add the gradients of every path."
+)
+for name, points in (("batchnorm_backward", 3), ("batchnorm_backward_alt", 2)):
+    register(
+        Check(
+            name=name,
+            notebook=NOTEBOOK,
+            points=points,
+            probe=norm_backward_probe("batchnorm_forward", name, {"mode": "train"}),
+            rules=norm_backward_rules(BN_BACKWARD_HINT, "the sum of dx over the batch", 0),
+        )
+    )
+
+
+# ------------------------------------------------------------------- layer norm
+
+
+def probe_layernorm_forward(student, rng, out):
+    forward = student.layernorm_forward
+    tall = 2 + 3 * rng.standard_normal((int(rng.integers(4, 7)), int(rng.integers(8, 11))))
+    N = int(rng.integers(4, 7))
+    cases = _cases(rng) + [
+        ("non-contiguous x.T", tall.T),
+        ("rows offset by 1e6", 1e6 + rng.standard_normal((N, N + 2))),
+    ]
+    for label, x in cases:
+        gamma, beta = _gamma_beta(rng, x.shape[1])
+        out.record(f"out:{label}", lambda x=x, g=gamma, b=beta: forward(x, *_copies(g, b), {})[0])
+    D = int(rng.integers(6, 9))
+    x = 0.05 * rng.standard_normal((N, D))  # a variance near eps: where eps enters shows
+    gamma, beta = _gamma_beta(rng, D)
+    out.record(
+        "out:eps 1e-3, rows of spread 0.05",
+        lambda: forward(x.copy(), *_copies(gamma, beta), {"eps": 1e-3})[0],
+    )
+    x = rng.uniform(-2, 2) + 2 * rng.standard_normal((N + 1, D))
+
+    def rows_alone():
+        together = np.asarray(forward(x.copy(), *_copies(gamma, beta), {})[0], dtype=np.float64)
+        parts = [forward(x[i : i + 1].copy(), *_copies(gamma, beta), {})[0] for i in range(len(x))]
+        return together, np.stack([together, np.concatenate(parts)])
+
+    out.record(["out:each row alone and in its batch", "alone:each row alone and in its batch"],
+               rows_alone)  # fmt: skip
+
+
+register(
+    Check(
+        name="layernorm_forward",
+        notebook=NOTEBOOK,
+        points=2,
+        probe=probe_layernorm_forward,
+        rules={
+            "out": Rule(
+                "output for",
+                rtol=1e-8,
+                weight=2,
+                hint="normalise each row (axis=1, keepdims=True) by its mean and biased "
+                "variance, (x - mu) / sqrt(var + eps), then gamma * x_hat + beta.",
+            ),
+            "alone": Rule(
+                "difference between the output of",
+                kind="below",
+                rtol=1e-12,
+                hint="a row's output must not depend on the other rows (normalise over "
+                "axis 1, not the batch).",
+                requires="out",
+                measure=_differences,
+            ),
+        },
+    )
+)
+
+register(
+    Check(
+        name="layernorm_backward",
+        notebook=NOTEBOOK,
+        points=2,
+        probe=norm_backward_probe("layernorm_forward", "layernorm_backward", {}),
+        rules=norm_backward_rules(
+            "as batch norm's closed form, with the sums over each row (axis=1) and D in "
+            "place of N; dgamma and dbeta still sum over the batch.",
+            "the sum of dx over each row",
+            1,
+        ),
+    )
+)
+
+
+# ------------------------------------------------------------------- dropout
+
+SIGMAS = 6.0  # bands on a mask's statistics: this many standard errors of a correct mask
+
+
+def _mask_stats(got, want):
+    """(share kept, spread over rows, spread over columns, share redrawn by another seed)
+    of the student's mask, and (p, rows, columns) of the reference run's inputs."""
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    if got.shape != (7,) or want.shape != (7,):
+        raise ValueError("not a mask observation")
+    p, rows, cols = want[4], want[5], want[6]
+    return got[:4], p, rows, cols
+
+
+def _kept(got, want):
+    (share, *_), p, rows, cols = _mask_stats(got, want)
+    band = SIGMAS * np.sqrt(p * (1 - p) / (rows * cols))
+    return abs(share - p) <= band or "the share of units kept is not p"
+
+
+def _rows(got, want):
+    (_, spread, *_), p, rows, cols = _mask_stats(got, want)
+    expected = np.sqrt(p * (1 - p) / cols)  # the std of a share of cols independent draws
+    return abs(spread / expected - 1) <= SIGMAS / np.sqrt(2 * rows) or (
+        "the share kept varies over the rows not as independent draws do"
+    )
+
+
+def _columns(got, want):
+    (_, _, spread, _), p, rows, cols = _mask_stats(got, want)
+    expected = np.sqrt(p * (1 - p) / rows)
+    return abs(spread / expected - 1) <= SIGMAS / np.sqrt(2 * cols) or (
+        "the share kept varies over the columns not as independent draws do"
+    )
+
+
+def _redrawn(got, want):
+    (*_, changed), p, rows, cols = _mask_stats(got, want)
+    q = 2 * p * (1 - p)  # a unit kept by one mask and dropped by the other, or the reverse
+    band = SIGMAS * np.sqrt(q * (1 - q) / (rows * cols))
+    return abs(changed - q) <= band or "another seed does not draw an independent mask"
+
+
+def probe_dropout_forward(student, rng, out):
+    forward = student.dropout_forward
+    for label, low in (("p near 0.3", 0.25), ("p near 0.8", 0.75)):
+        p = float(rng.uniform(low, low + 0.1))
+        # About 100,000 units: a share kept is known to about 0.15%.
+        rows, cols = int(rng.integers(380, 421)), int(rng.integers(240, 261))
+        x = away_from_zero(rng, (rows, cols), 1.0, 2.0)
+        seed = int(rng.integers(1 << 30))
+
+        def train(x=x, p=p, seed=seed, rows=rows, cols=cols):
+            result = np.asarray(forward(x.copy(), {"mode": "train", "p": p, "seed": seed})[0])
+            other = np.asarray(forward(x.copy(), {"mode": "train", "p": p, "seed": seed + 1})[0])
+            kept = result != 0
+            ratio = result[kept] / x[kept]
+            # Sample statistics of the mask (observations), and the inputs' p and shape
+            # (the grader reads the reference run's).
+            stats = np.array(
+                [
+                    kept.mean(),
+                    kept.mean(axis=1).std(),
+                    kept.mean(axis=0).std(),
+                    np.mean(kept != (other != 0)),
+                    p,
+                    rows,
+                    cols,
+                ]
+            )
+            return stats, stats, stats, stats, np.array([ratio.min(), ratio.max()])
+
+        keys = ["kept", "rows", "columns", "redraw", "scale"]
+        out.record([f"{k}:{label}" for k in keys], train)
+
+        small = away_from_zero(rng, (int(rng.integers(11, 15)), int(rng.integers(7, 10))))
+        small_seed = int(rng.integers(1 << 30))
+
+        def reproducible(small=small, p=p, seed=small_seed):
+            draws = [
+                forward(small.copy(), {"mode": "train", "p": p, "seed": s})[0]
+                for s in (seed, seed, seed + 1)
+            ]
+            return np.stack([np.asarray(d, dtype=np.float64) for d in draws])
+
+        out.record(f"seed:{label}", reproducible)
+        out.record(
+            f"test:{label}",
+            lambda small=small, p=p: forward(small.copy(), {"mode": "test", "p": p})[0],
+        )
+
+
+def _mask_rule(what, hint, measure, weight=1.0):
+    # Credited only with the right scaling, which depends on the (secret) p.
+    return Rule(what, kind="true", weight=weight, hint=hint, measure=measure, requires="scale")
+
+
+register(
+    Check(
+        name="dropout_forward",
+        notebook=NOTEBOOK,
+        points=2,
+        probe=probe_dropout_forward,
+        rules={
+            "kept": _mask_rule(
+                "share of units kept in train mode,",
+                "p is the probability of KEEPING a unit (PyTorch's p is the probability of "
+                "dropping one): mask = np.random.rand(*x.shape) < p.",
+                _kept,
+                weight=2,
+            ),
+            "rows": _mask_rule(
+                "spread over rows of the share kept,",
+                "draw one independent mask entry per unit, of x's full shape (not one per "
+                "column, broadcast over the batch).",
+                _rows,
+            ),
+            "columns": _mask_rule(
+                "spread over columns of the share kept,",
+                "draw one independent mask entry per unit, of x's full shape (not one per row).",
+                _columns,
+            ),
+            "redraw": _mask_rule(
+                "units whose fate changes with the seed,",
+                "draw the mask after np.random.seed(seed), from np.random.",
+                _redrawn,
+            ),
+            "scale": Rule(
+                "smallest and largest kept output / input,",
+                rtol=1e-9,
+                weight=2,
+                hint="inverted dropout: the kept units are divided by p, x * mask / p.",
+            ),
+            "seed": Rule(
+                "masks drawn with a seed,",
+                kind="true",
+                hint="call np.random.seed(seed) before drawing, when the seed is given.",
+                measure=seeded,
+                requires="scale",
+            ),
+            # Credited only with the train mode's scaling: the identity passes test mode.
+            "test": Rule(
+                "test-mode output for",
+                rtol=1e-12,
+                weight=2,
+                hint="test mode returns x unchanged.",
+                requires="scale",
+            ),
+        },
+    )
+)
+
+
+def _kept_like(got, want):
+    """measure: a train-mode forward pass (out, dx stacked) of the reference's shape that
+    keeps about the reference's share of units."""
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    if got.shape != want.shape:
+        return "the forward pass does not return an array of x's shape"
+    return abs(np.mean(got[0] != 0) - np.mean(want[0] != 0)) < 0.1 or (
+        "the share of units kept is far from p"
+    )
+
+
+def _dx_through_mask(got, want):
+    """measure: the student's (out, dx) against the probe's (x, dout): d out / d x is
+    out / x unit by unit, whatever mask was drawn, so dx must be dout * out / x."""
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    if got.shape != want.shape:
+        return float("inf")
+    result, dx = got
+    x, dout = want
+    return rounding_aware_error(dx, dout * result / x)
+
+
+def probe_dropout_backward(student, rng, out):
+    shape = (int(rng.integers(50, 61)), int(rng.integers(40, 49)))
+    x, dout = away_from_zero(rng, shape, 1.0, 2.0), rng.standard_normal(shape)
+    p, seed = float(rng.uniform(0.5, 0.7)), int(rng.integers(1 << 30))
+
+    def train():
+        result, cache = student.dropout_forward(x.copy(), {"mode": "train", "p": p, "seed": seed})
+        dx = student.dropout_backward(dout.copy(), cache)
+        # The student's forward output and dx; the inputs (the grader reads the reference
+        # run's: Rule.uses).
+        run = np.stack([np.asarray(result, dtype=np.float64), np.asarray(dx, dtype=np.float64)])
+        return run, np.stack([x, dout])
+
+    out.record(["run:train mode", "dx:train mode"], train)
+
+    def test():
+        _, cache = student.dropout_forward(x.copy(), {"mode": "test", "p": p})
+        return student.dropout_backward(dout.copy(), cache)
+
+    out.record("test:dx in test mode", test)
+
+
+register(
+    Check(
+        name="dropout_backward",
+        notebook=NOTEBOOK,
+        points=1,
+        probe=probe_dropout_backward,
+        rules={
+            "run": Rule(
+                "train-mode forward pass:",
+                kind="true",
+                weight=0.5,
+                hint="dropout_forward keeps each unit with probability p.",
+                measure=_kept_like,
+            ),
+            "dx": Rule(
+                "error of dx against the mask of your own forward pass,",
+                kind="below",
+                rtol=1e-12,
+                weight=2,
+                hint="dx = dout * mask / p, with the mask (and the 1 / p) of the forward pass.",
+                requires="run",
+                measure=_dx_through_mask,
+                uses="run",
+            ),
+            "test": Rule("", rtol=1e-12, hint="in test mode dx is dout."),
+        },
+    )
+)
+
+
+# ------------------------------------------------------------------- FullyConnectedNet
+
+
+def _net_dims(rng) -> list[int]:
+    """D, two hidden widths and C, all different (and different from the batch's N)."""
+    return [
+        int(rng.integers(6, 9)),
+        int(rng.integers(9, 12)),
+        int(rng.integers(4, 6)),
+        int(rng.integers(2, 4)),
+    ]
+
+
+def _net_params(rng, dims, normalization):
+    params = {}
+    for layer in range(1, len(dims)):
+        params[f"W{layer}"] = 0.5 * rng.standard_normal((dims[layer - 1], dims[layer]))
+        params[f"b{layer}"] = 0.1 * rng.standard_normal(dims[layer])
+        if normalization and layer < len(dims) - 1:
+            params[f"gamma{layer}"] = 1 + 0.2 * rng.standard_normal(dims[layer])
+            params[f"beta{layer}"] = 0.2 * rng.standard_normal(dims[layer])
+    return params
+
+
+def normalised_relu_distance(params: dict, X, normalization) -> float:
+    """How close any hidden pre-activation (after the normalisation) of the network comes
+    to ReLU's kink at 0 (trusted NumPy, not student code)."""
+    layers = sum(1 for name in params if name[0] == "W")
+    closest, h = np.inf, np.asarray(X, dtype=np.float64)
+    for layer in range(1, layers):
+        pre = h @ params[f"W{layer}"] + params[f"b{layer}"]
+        if normalization:
+            axis = 0 if normalization == "batchnorm" else 1
+            centred = pre - pre.mean(axis=axis, keepdims=True)
+            x_hat = centred / np.sqrt(np.mean(centred**2, axis=axis, keepdims=True) + 1e-5)
+            pre = params[f"gamma{layer}"] * x_hat + params[f"beta{layer}"]
+        closest = min(closest, float(np.min(np.abs(pre))))
+        h = np.maximum(pre, 0)
+    return closest
+
+
+def _net(student, dims, params, **settings):
+    net = student.FullyConnectedNet(
+        list(dims[1:-1]), dims[0], dims[-1], weight_scale=0.1, dtype=np.float64, seed=0, **settings
+    )
+    for name, value in params.items():
+        net.params[name] = value.copy()
+    return net
+
+
+def _bias_ratio(got, want) -> float:
+    """measure: the largest gradient of a bias just before batch norm, relative to the
+    largest gradient of its weights; the observation is, per such layer, (size of db,
+    db, size of dW, dW) raw."""
+    got = np.asarray(got, dtype=np.float64).ravel()
+    worst, at = 0.0, 0
+    if got.size == 0:
+        return float("inf")
+    while at < got.size:
+        n = int(got[at])
+        db = got[at + 1 : at + 1 + n]
+        m = int(got[at + 1 + n])
+        dW = got[at + 2 + n : at + 2 + n + m]
+        if len(db) != n or len(dW) != m or n == 0 or m == 0:
+            return float("inf")
+        largest = float(np.abs(dW).max())
+        if not np.isfinite(largest) or largest == 0:
+            return float("inf")
+        worst = max(worst, float(np.abs(db).max()) / largest)
+        at += 2 + n + m
+    return worst
+
+
+def record_net(out, label, build, params, X, y, before_bn, dropout) -> None:
+    """Record, for one setting: the loss and each gradient (or, with dropout, whose mask
+    depends on how it is drawn, the test-mode scores), the student's own loss at each
+    parameter nudged by +-h, X, y and the parameters after the call, and the raw gradients
+    of the biases before batch norm (which must vanish) with their weights'."""
+    names = [n for n in params if n not in before_bn]
+
+    def compute():
+        net, X_in, y_in = build(params), X.copy(), y.copy()
+        loss, grads = net.loss(X_in, y_in)
+        left = np.concatenate(
+            [np.ravel(X_in), np.ravel(y_in)] + [np.ravel(net.params[n]) for n in params]
+        ).astype(np.float64)
+        observed = []
+        for name in names:
+
+            def f(v, name=name):
+                return build({**params, name: v}).loss(X.copy(), y.copy())[0]
+
+            observed.append(gradient_observation(grads[name], *nudged(f, params[name])))
+        found = [np.asarray(loss, dtype=np.float64)] if not dropout else [build(params).loss(X)]
+        if not dropout:
+            found += [grads[n] for n in names]
+        found += [stacked(*observed), left]
+        if before_bn:
+            parts = []
+            for b in sorted(before_bn):
+                db = np.ravel(np.asarray(grads[b], dtype=np.float64))
+                dW = np.ravel(np.asarray(grads["W" + b[1:]], dtype=np.float64))
+                parts += [[db.size], db, [dW.size], dW]
+            found.append(np.concatenate(parts).astype(np.float64))
+        return found
+
+    if dropout:
+        keys = [f"dscores:{label}", f"dselfcheck:{label}"]
+    else:
+        keys = [f"loss:{label}", *[f"grad:{n}, {label}" for n in names], f"selfcheck:{label}"]
+    keys += [f"inputs:{label}"] + ([f"bias:{label}"] if before_bn else [])
+    out.record(keys, compute)
+
+
+def probe_fully_connected_net(student, rng, out):
+    Net = student.FullyConnectedNet
+    for normalization in ("batchnorm", "layernorm"):
+        dims = _net_dims(rng)
+
+        def construction(normalization=normalization, dims=dims):
+            net = Net(dims[1:-1], dims[0], dims[-1], normalization=normalization, seed=1)
+            names = [f"{p}{i}" for i in (1, 2) for p in ("W", "b", "gamma", "beta")] + ["W3", "b3"]
+            if sorted(net.params) != sorted(names):
+                raise KeyError(f"params has keys {sorted(net.params)}, expected {sorted(names)}")
+            shapes = np.concatenate([np.shape(net.params[n]) for n in names]).astype(float)
+            start = np.concatenate([net.params[n] for n in names if n[0] in "gb"])
+            sizes = np.array([np.asarray(net.params[n]).dtype.itemsize for n in names], dtype=float)
+            return shapes, start, sizes
+
+        out.record([f"{k}:{normalization}" for k in ("shapes", "init", "dtype")], construction)
+
+    dims = _net_dims(rng)
+    N = int(rng.integers(12, 16))
+    settings = {
+        "batchnorm": {"normalization": "batchnorm"},
+        "layernorm": {"normalization": "layernorm"},
+        "batchnorm and reg": {"normalization": "batchnorm", "reg": float(rng.uniform(0.2, 0.8))},
+        "batchnorm, dropout (seeded) and reg": {
+            "normalization": "batchnorm",
+            "dropout_keep_ratio": float(rng.uniform(0.5, 0.8)),
+            "reg": float(rng.uniform(0.2, 0.8)),
+        },
+        "dropout (seeded), no normalisation": {"dropout_keep_ratio": float(rng.uniform(0.5, 0.8))},
+    }
+    for label, setting in settings.items():
+        normalization = setting.get("normalization")
+        params, X = clear_of_kinks(
+            lambda n=normalization: (_net_params(rng, dims, n), rng.standard_normal((N, dims[0]))),
+            lambda drawn, n=normalization: normalised_relu_distance(*drawn, n),
+        )
+        y = rng.integers(0, dims[-1], N)
+        before_bn = (
+            {f"b{layer}" for layer in range(1, len(dims) - 1)}
+            if normalization == "batchnorm"
+            else set()
+        )
+        record_net(
+            out,
+            label,
+            lambda p, s=setting: _net(student, dims, p, **s),
+            params,
+            X,
+            y,
+            before_bn,
+            "dropout_keep_ratio" in setting,
+        )
+
+    for normalization in ("batchnorm", "layernorm"):
+        params = _net_params(rng, dims, normalization)
+        batches = [
+            (rng.standard_normal((N, dims[0])), rng.integers(0, dims[-1], N)) for _ in range(3)
+        ]
+        X_test = rng.standard_normal((N - 5, dims[0]))
+
+        def test_mode(params=params, normalization=normalization, batches=batches, X_test=X_test):
+            net = _net(student, dims, params, normalization=normalization)
+            for Xb, yb in batches:
+                net.loss(Xb.copy(), yb.copy())  # train mode: batch norm's running averages move
+            return net.loss(X_test.copy())
+
+        out.record(f"scores:test mode after 3 training batches, {normalization}", test_mode)
+
+
+SELFCHECK_HINT = "a gradient does not match the loss it comes from."
+
+register(
+    Check(
+        name="finished_net",
+        notebook=NOTEBOOK,
+        points=4,
+        probe=probe_fully_connected_net,
+        builds_on=CARRIED_03,
+        rules={
+            "shapes": Rule(
+                "parameter shapes with",
+                rtol=0,
+                hint="gamma_l and beta_l (d_l,) for each hidden layer.",
+            ),
+            # The start values (ones and zeros) and the dtypes are known to all: credited
+            # only with the shapes, which depend on the (secret) sizes.
+            "init": Rule(
+                "initial gamma, beta and biases with",
+                rtol=0,
+                hint="gamma ones, beta zeros, biases zeros, of `dtype`.",
+                requires="shapes",
+            ),
+            "dtype": Rule(
+                "itemsize of each parameter's dtype with",
+                rtol=0,
+                hint="every parameter of `dtype` (float32 by default).",
+                requires="shapes",
+            ),
+            "loss": Rule(
+                "loss with",
+                rtol=1e-9,
+                hint="affine - norm - relu - dropout for each hidden layer; the softmax loss "
+                "plus 0.5 * reg * sum of every W_l**2 (not gammas, betas or biases).",
+            ),
+            "grad": Rule(
+                "gradient of",
+                rtol=1e-7,
+                hint="backpropagate in reverse: dropout, relu, the normalisation (its dgamma "
+                "and dbeta), then affine; the regulariser adds reg * W_l.",
+            ),
+            "selfcheck": Rule(
+                "gradients against centred differences of your own loss, with",
+                kind="below",
+                rtol=1e-5,
+                weight=2,
+                hint=SELFCHECK_HINT,
+                requires="loss",
+                measure=centred_error(),
+            ),
+            "dscores": Rule(
+                "test-mode scores (dropout off) with",
+                rtol=1e-9,
+                hint="in test mode dropout is the identity; the rest as without dropout.",
+            ),
+            "dselfcheck": Rule(
+                "gradients against centred differences of your own loss, with",
+                kind="below",
+                rtol=1e-5,
+                weight=2,
+                hint="with the seed, every call draws the same mask: backpropagate through "
+                "that mask (and its 1 / p).",
+                requires="dscores",
+                measure=centred_error(),
+            ),
+            "inputs": INPUTS_RULE,
+            "bias": Rule(
+                "gradients of the biases before batch norm, relative to their weights', with",
+                kind="below",
+                rtol=1e-10,
+                hint="batch norm must come after the affine layer (and its bias), before relu.",
+                requires="inputs",  # X and the parameters raw: they depend on the seed
+                measure=_bias_ratio,
+            ),
+            "scores": Rule(
+                "scores in",
+                rtol=1e-9,
+                weight=2,
+                hint=".loss(X) without labels runs in test mode: batch norm with the running "
+                "averages the training batches left in self.bn_params, dropout off.",
+            ),
+        },
+    )
+)
+
+
+# ------------------------------------------------------------------- training
+
+TRAIN_EPOCHS = 30
+TRAIN_BATCH = 16
+TRAIN_LEARNING_RATE = 0.1
+LOSS_BAND = 1e-6  # relative, at every step: correct code differs only by rounding order
+
+
+def _plain_sgd(w, dw, config):
+    return w - TRAIN_LEARNING_RATE * dw, config
+
+
+def probe_normalised_training(student, rng, out):
+    # Sizes from the (secret) seed: N, D, C and the widths all different.
+    N, D, C = int(rng.integers(60, 69)), int(rng.integers(10, 14)), int(rng.integers(4, 7))
+    hidden = [int(rng.integers(low, low + 3)) for low in (16, 19, 22, 25)]
+    centres = 1.5 * rng.standard_normal((C, D))
+    y = rng.integers(0, C, N)
+    X = centres[y] + rng.standard_normal((N, D))
+    X_new = centres[y[:20]] + rng.standard_normal((20, D))
+    seed = int(rng.integers(1 << 20))
+    for normalization in ("batchnorm", "layernorm"):
+
+        def compute(normalization=normalization):
+            net = student.FullyConnectedNet(
+                hidden, D, C, normalization=normalization, weight_scale=1e-2,
+                dtype=np.float64, seed=seed,
+            )  # fmt: skip
+            history = fit(net, _plain_sgd, X, y, epochs=TRAIN_EPOCHS, batch_size=TRAIN_BATCH)
+            return np.array(history["loss"]), net.loss(X_new)
+
+        out.record(
+            [
+                f"loss:curve with {normalization}",
+                f"scores:test mode after training, {normalization}",
+            ],
+            compute,
+        )
+
+
+register(
+    Check(
+        name="normalised_training",
+        notebook=NOTEBOOK,
+        points=3,
+        probe=probe_normalised_training,
+        builds_on=CARRIED_03,
+        rules={
+            "loss": Rule(
+                "training loss",
+                rtol=LOSS_BAND,
+                weight=2,
+                hint="from a 0.01-scale start, a network that stalls at log C is not "
+                "normalising; a curve that departs later has a gradient slightly wrong.",
+                picture="curve",
+            ),
+            "scores": Rule(
+                "",
+                rtol=1e-6,
+                hint="test mode uses the running averages (batch norm) after training.",
+            ),
+        },
+    )
+)
+
+
+# ------------------------------------------------------------------- predictions
+
+
+def probe_predictions(student, rng, out):
+    # Settings from the (secret) seed: an answer written for the notebook's settings
+    # alone (a number, not the formula) is right only there.
+    k, momentum = int(rng.integers(3, 30)), float(rng.uniform(0.8, 0.97))
+    p = float(rng.uniform(0.2, 0.9))
+    gamma, beta = float(rng.uniform(0.3, 0.8)), float(rng.uniform(1.5, 4.0))  # never close
+    out.record(
+        "running:running mean after k steps, as a fraction of the batch mean",
+        lambda: float(student.predicted_running_fraction(k, momentum)),
+    )
+    out.record(
+        "scale:test / train mean without 1 / p", lambda: float(student.predicted_test_scale(p))
+    )
+    out.record(
+        "one:mean output of a batch of one",
+        lambda: float(student.predicted_batch_of_one_output(gamma, beta)),
+    )
+
+
+register(
+    Check(
+        name="predictions",
+        notebook=NOTEBOOK,
+        points=3,
+        probe=probe_predictions,
+        rules={
+            # The judge's tolerance is relative to |got| + |want|: 0.01 is about 2%.
+            "running": Rule(
+                "predicted",
+                rtol=0.01,
+                hint="each step keeps momentum of the old value: the weight left on the "
+                "batch mean after k steps is 1 - momentum**k.",
+            ),
+            "scale": Rule(
+                "predicted", rtol=0.01, hint="training keeps a share p of each unit on average."
+            ),
+            "one": Rule(
+                "predicted",
+                rtol=0.01,
+                hint="each feature minus its own mean is 0, whatever the example.",
+            ),
+        },
+    )
+)
