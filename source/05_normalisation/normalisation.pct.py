@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 from course.carry import carry
 from course.data import digits
 from course.gradcheck import gradient_error, rel_error
-from course.notebook import check_it
+from course.notebook import check_it, explore_plot
 from course.training import accuracy, fit
 
 # %% [markdown]
@@ -129,7 +129,9 @@ with check_it("Exercise 1.1"):
     gamma, beta = np.array([1.0, 2.0, 3.0, 0.5]), np.array([0.0, -1.0, 4.0, 2.0])
     out, _ = batchnorm_forward(x, gamma, beta, {"mode": "train"})
     print("means", out.mean(axis=0).round(6), "stds", out.std(axis=0).round(4))
-    assert np.allclose(out.mean(axis=0), beta) and np.allclose(out.std(axis=0), gamma, rtol=1e-4)
+    assert np.allclose(out.mean(axis=0), beta) and np.allclose(out.std(axis=0), gamma, rtol=1e-4), (
+        "train mode: each feature's mean must be beta and its std gamma"
+    )
     one, _ = batchnorm_forward(x[:1], gamma, beta, {"mode": "train"})
     print("a batch of one example outputs", one.round(6), "= beta")
     param = {"mode": "train"}
@@ -423,9 +425,10 @@ with check_it("Exercise 3.1"):
         out, cache = dropout_forward(x, {"mode": "train", "p": p, "seed": 0})
         kept = np.mean(out != 0)
         print(f"p = {p}: kept {kept:.3f}, mean in / out {x.mean():.3f} / {out.mean():.3f}")
-        assert abs(kept - p) < 0.01 and abs(out.mean() / x.mean() - 1) < 0.02
+        assert abs(kept - p) < 0.01, f"keep a fraction p = {p} of the units, not {kept:.3f}"
+        assert abs(out.mean() / x.mean() - 1) < 0.02, "divide what you keep by p"
         dx = dropout_backward(np.ones_like(x), cache)
-        assert np.array_equal(dx != 0, out != 0)
+        assert np.array_equal(dx != 0, out != 0), "the gradient flows through the kept units only"
     test_out, _ = dropout_forward(x, {"mode": "test", "p": 0.5})
     assert np.array_equal(test_out, x), "test mode is the identity"
 
@@ -1067,7 +1070,7 @@ def explore(batch_size=32, log10_weight_scale=-2.0, normalization="batchnorm"):
     plt.show()
 
 
-_ = widgets.interact(
+_ = explore_plot(
     explore,
     batch_size=widgets.IntSlider(value=32, min=2, max=256),
     log10_weight_scale=widgets.FloatSlider(value=-2.0, min=-3.0, max=0.0, step=0.25),
