@@ -79,7 +79,7 @@ c.Execute.timeout_func = _cell_timeout
 c.Execute.iopub_timeout = 10
 
 # The sandbox's limits are settings too (course/grader/sandbox.py, SandboxedKernelManager:
-# address_space, cpu_seconds, file_size, open_files, processes, work_tmpfs, tmp_tmpfs,
+# address_space, cpu_seconds, file_size, open_files, processes, memory, work_tmpfs, tmp_tmpfs,
 # shm_tmpfs, written_bytes, written_files), e.g. for a course whose models need more memory:
 # c.SandboxedKernelManager.address_space = 8 * 2**30  # bytes, per process
 
