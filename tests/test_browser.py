@@ -162,6 +162,9 @@ def test_student_lab(browser, course_dir):
         # The instructor's tools are off: no formgrader page, no menu entry.
         assert lab.status("/formgrader") == 404
         page = browser.new_page(viewport={"width": 1400, "height": 900})
+        # Leaving a notebook with unsaved changes (a kernel's run, widget state) asks to
+        # stay; Playwright would dismiss that, and the next page would never open.
+        page.on("dialog", lambda dialog: dialog.accept())
         page.goto(lab.url("/"))  # the start page is the default URL
         rendered = page.locator(".jp-RenderedMarkdown")
         rendered.get_by_text("Everything Leaks: start here").first.wait_for(timeout=60_000)

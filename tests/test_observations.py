@@ -65,8 +65,12 @@ def namespace_of(module, answers: dict) -> dict:
 
 def judged(name: str, outputs: dict) -> float:
     """The grader's verdict on outputs, after the JSON trip a kernel's display takes."""
-    payload = {"check": name, "outputs": {k: model.encode(v) for k, v in outputs.items()}}
-    return verdict(name, json.loads(json.dumps(payload)))[0]
+    try:
+        payload = {"check": name, "outputs": {k: model.encode(v) for k, v in outputs.items()}}
+        sent = json.dumps(payload)
+    except (TypeError, ValueError):  # a kernel's grade cell raises: no payload, no points
+        return 0.0
+    return verdict(name, json.loads(sent))[0]
 
 
 def checks_of(module) -> list[str]:
