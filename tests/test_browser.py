@@ -144,6 +144,11 @@ def course_dir(tmp_path_factory):
 def press_validate(page, notebook: str, screenshot: str) -> str:
     """Open a notebook, press Validate, wait for its verdict; the dialog's text."""
     page.goto(notebook)
+    # The lab restores the tabs of its last visit first: wait until this notebook's own tab
+    # is the current one (its name in the tab bar), then for its kernel.
+    name = notebook.split("?")[0].rsplit("/", 1)[-1]
+    current = page.locator(".jp-mod-current .lm-TabBar-tabLabel", has_text=name)
+    current.first.wait_for(timeout=60_000)
     wait_for_idle_kernel(page)
     page.locator(".validate-button:visible").first.click()
     header = page.locator(".jp-Dialog-header", has_text="Validation Results")
