@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from course.gradcheck import relative_errors
+from course.grader.probe import nudged
 
 STEP = 1e-5  # the step of course.grader.probe.nudged, unless a probe says otherwise
 
@@ -52,6 +53,30 @@ def gradient_observation(analytic, plus, minus) -> np.ndarray:
 def stacked(*observations: np.ndarray) -> np.ndarray:
     """Several gradient observations side by side (one measure for all)."""
     return np.concatenate(observations, axis=1)
+
+
+def network_loss_observed(build, params: dict, X, y, names) -> tuple:
+    """A student's network's loss on copies of X and y: (loss, grads, left, observed).
+
+    build(params) -> a student's network holding copies of `params`, a fresh one for every
+    evaluation, so nothing a loss call leaves behind reaches the next. `left` is X, y and
+    every parameter after the call, raw (a loss that edits them in place, W -= ..., or a
+    layer writing into a cached array, changes them); `observed` holds the gradient of each
+    parameter in `names` beside its own loss at that parameter nudged by +-h.
+    """
+    net, X_in, y_in = build(params), X.copy(), y.copy()
+    loss, grads = net.loss(X_in, y_in)
+    left = np.concatenate(
+        [np.ravel(X_in), np.ravel(y_in)] + [np.ravel(net.params[n]) for n in params]
+    ).astype(np.float64)
+    observed = []
+    for name in names:
+
+        def f(v, name=name):
+            return build({**params, name: v}).loss(X.copy(), y.copy())[0]
+
+        observed.append(gradient_observation(grads[name], *nudged(f, params[name])))
+    return loss, grads, left, stacked(*observed)
 
 
 def centred_error(h: float = STEP):

@@ -7,7 +7,13 @@ so an in-place edit in one sub-check cannot change another's inputs.
 
 import numpy as np
 
-from course.checks.common import away_from_zero, centred_error, gradient_observation, stacked
+from course.checks.common import (
+    away_from_zero,
+    centred_error,
+    gradient_observation,
+    network_loss_observed,
+    stacked,
+)
 from course.checks.linear import large_scores
 from course.grader.model import Assignment, Check, Rule, register
 from course.grader.probe import nudged
@@ -356,33 +362,13 @@ INPUTS_RULE = Rule(
 def record_network_loss(out, label: str, build, params: dict, X, y) -> None:
     """Record a network's loss, each gradient, its own loss at each parameter nudged by
     +-h (the grader compares the centred differences with the gradients), and X, y and
-    the network's parameters after the call, raw (the grader wants them unchanged).
-
-    build(params) -> a student's network holding copies of `params`: a fresh one for every
-    evaluation, so nothing a loss call leaves behind reaches the next.
-    """
+    the network's parameters after the call, raw (the grader wants them unchanged); see
+    network_loss_observed."""
     names = list(params)
 
     def compute():
-        net, X_in, y_in = build(params), X.copy(), y.copy()
-        loss, grads = net.loss(X_in, y_in)
-        # What the call left of its inputs: a loss that edits X or its own parameters in
-        # place (W -= ..., or a layer writing into a cached array) changes them.
-        left = np.concatenate(
-            [np.ravel(X_in), np.ravel(y_in)] + [np.ravel(net.params[n]) for n in names]
-        ).astype(np.float64)
-        observed = []
-        for name in names:
-
-            def f(v, name=name):
-                return build({**params, name: v}).loss(X.copy(), y.copy())[0]
-
-            observed.append(gradient_observation(grads[name], *nudged(f, params[name])))
-        return (
-            [np.asarray(loss, dtype=np.float64)]
-            + [grads[n] for n in names]
-            + [stacked(*observed), left]
-        )
+        loss, grads, left, observed = network_loss_observed(build, params, X, y, names)
+        return [np.asarray(loss, dtype=np.float64)] + [grads[n] for n in names] + [observed, left]
 
     keys = [f"loss:{label}"] + [f"grad:{n}, {label}" for n in names] + [f"selfcheck:{label}"]
     keys.append(f"inputs:{label}")

@@ -17,6 +17,7 @@ from course.checks.common import (
     centred_error,
     clear_of_kinks,
     gradient_observation,
+    network_loss_observed,
     rounding_aware_error,
     seeded,
     stacked,
@@ -678,22 +679,11 @@ def record_net(out, label, build, params, X, y, before_bn, dropout) -> None:
     names = [n for n in params if n not in before_bn]
 
     def compute():
-        net, X_in, y_in = build(params), X.copy(), y.copy()
-        loss, grads = net.loss(X_in, y_in)
-        left = np.concatenate(
-            [np.ravel(X_in), np.ravel(y_in)] + [np.ravel(net.params[n]) for n in params]
-        ).astype(np.float64)
-        observed = []
-        for name in names:
-
-            def f(v, name=name):
-                return build({**params, name: v}).loss(X.copy(), y.copy())[0]
-
-            observed.append(gradient_observation(grads[name], *nudged(f, params[name])))
+        loss, grads, left, observed = network_loss_observed(build, params, X, y, names)
         found = [np.asarray(loss, dtype=np.float64)] if not dropout else [build(params).loss(X)]
         if not dropout:
             found += [grads[n] for n in names]
-        found += [stacked(*observed), left]
+        found += [observed, left]
         if before_bn:
             parts = []
             for b in sorted(before_bn):
