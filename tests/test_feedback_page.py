@@ -1,6 +1,8 @@
 """The feedback page (issue 22, item 7): hidden checks by the section they grade, reports
 that wrap, no bare `Out[n]: 0.0` after each report."""
 
+import re
+
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
@@ -148,3 +150,43 @@ def test_student_cells_are_sanitized_and_the_graders_outputs_kept():
         and "<b>ok</b>" in outputs[2].data["text/html"]
     )
     assert "text/javascript" not in outputs[2].data
+
+
+def test_student_links_and_pictures_are_inert_however_markdown_spells_them():
+    """Round 6: links of a student (markdown's inline, reference and autolink forms, raw
+    HTML, a markdown output) lead nowhere, pictures load nothing from elsewhere, and
+    javascript: never reaches a page; a picture embedded as data stays."""
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+    from course.grader.nbgrader_ext import SanitizeStudentCells
+    from course.grader.sanitize import markdown_html
+
+    png = "iVBORw0KGgo="
+    sources = [
+        "[md link](javascript:alert(4)) and [ok](https://evil.example/a)",
+        "[ref][1]\n\n[1]: javascript:alert(5)",
+        "<https://evil.example/auto> and <a href='JaVaScRiPt:alert(6)'>x</a>",
+        "![pixel](https://evil.example/track.png) ![mine](data:image/png;base64," + png + ")",
+        "<img src=https://evil.example/p.png onerror=alert(7)>",
+        "```\n[x](javascript:alert(8))\n\n\n[y](javascript:alert(9))\n```",
+        "[inside](#section-2)",
+    ]
+    code = new_code_cell("x")
+    code.outputs = [
+        new_output("display_data", data={"text/markdown": "[out](javascript:alert(10))"}),
+        new_output(
+            "display_data",
+            data={"text/html": '<a href="https://evil.example/h">h</a><img src="//evil.example">'},
+        ),
+    ]
+    nb = new_notebook(cells=[new_markdown_cell(s) for s in sources] + [code])
+    nb, _ = SanitizeStudentCells().preprocess(nb, {})
+    # As the pages render them: the markdown of each cell, then the outputs' HTML.
+    page = "".join(markdown_html(c.source) for c in nb.cells if c.cell_type == "markdown")
+    page += "".join(o.data["text/html"] for o in nb.cells[-1].outputs)
+    assert not re.search(r"(href|src)\s*=\s*[\"']?\s*javascript:", page, re.I), page
+    assert not re.search(r"(href|src)\s*=\s*[\"']?(https?:)?//", page, re.I), page
+    assert "onerror" not in page
+    assert f'src="data:image/png;base64,{png}"' in page
+    assert 'href="#section-2"' in page
+    assert "md link" in page and "[x](javascript:alert(8))" in page  # the text stays

@@ -544,6 +544,18 @@ def eval_numerical_gradient(f, x, h=1e-5):
     return grad.reshape(x.shape)
 '''
 
+# Wrong by Exercise 2.1's words: an f that reads x from outside (as the notebook's later
+# `lambda _: ...` do) sees no nudge, and gets zeros.
+MUTANTS.append(
+    Mutant(
+        "a private C-ordered copy, nudged (f that reads x itself sees nothing)",
+        "eval_numerical_gradient_solution",
+        (),
+        frozenset({"eval_numerical_gradient"}),
+        code=COPY_GRADIENT,
+    )
+)
+
 NDITER_GRADIENT_ARRAY = '''\
 def eval_numerical_gradient_array(f, x, df, h=1e-5):
     """CS231n's array checker."""
@@ -589,7 +601,6 @@ ALTERNATES = [
         "functions through identities", {"value_functions_solution": FUNCTIONS_BY_IDENTITIES}
     ),
     Alternate("nditer numerical gradient", {"eval_numerical_gradient_solution": NDITER_GRADIENT}),
-    Alternate("copy-based numerical gradient", {"eval_numerical_gradient_solution": COPY_GRADIENT}),
     Alternate(
         "nditer array gradient", {"eval_numerical_gradient_array_solution": NDITER_GRADIENT_ARRAY}
     ),

@@ -5,6 +5,7 @@ import numpy as np
 from course.checks.common import away_from_zero, centred_error
 from course.data import two_moons
 from course.grader.model import Assignment, Broken, Check, Rule, register
+from course.grader.probe import inside_nudged
 from course.mlp import MLP, train
 
 ASSIGNMENT = Assignment(
@@ -447,6 +448,17 @@ RESTORED = Rule(
 )
 
 
+def _case(f):
+    """f, answering NaN when the grader's `nudged` calls it (a checker that borrows the
+    grader's nudging instead of nudging x itself)."""
+
+    def case(x):
+        value = f(x)
+        return np.full(np.shape(value), np.nan) if inside_nudged() else value
+
+    return case
+
+
 def _frequency(rng) -> float:
     """A frequency at which centred differences with h = 1e-5 are visibly not the
     derivative (relative truncation (k h)^2 / 6 between 1.5e-6 and 6e-6, the tolerance
@@ -476,7 +488,16 @@ def probe_numerical_gradient(student, rng, out):
         ),
         "sum(x**3) with h=1e-2": (lambda x: np.sum(x**3), rng.standard_normal((3, 2)), 1e-2),
     }
+    # f reads x itself, not its argument, as the notebook's `lambda _: loss(...)` do: the
+    # differences come only from nudging x in place (a checker nudging a copy gets zeros).
+    outside = rng.standard_normal((3, 4))
+    cases["sum(w.T * sin(k x)) of x itself, f ignoring its argument"] = (
+        lambda _: np.sum(w.T * np.sin(k * outside)),
+        outside,
+        None,
+    )
     for name, (f, x, h) in cases.items():
+        f = _case(f)
         call = (lambda x, f=f: egrad(f, x)) if h is None else (lambda x, f=f, h=h: egrad(f, x, h))
         _record_checker(out, name, call, x)
 
@@ -536,7 +557,15 @@ def probe_numerical_gradient_array(student, rng, out):
             1e-2,
         ),
     }
+    outside = rng.standard_normal((4, 5))  # read by f itself, as above
+    cases["sin(k x @ W) of x itself, f ignoring its argument"] = (
+        lambda _: np.sin(k * (outside @ W)),
+        outside,
+        rng.standard_normal((4, 4)),
+        None,
+    )
     for name, (f, x, df, h) in cases.items():
+        f = _case(f)
         if h is None:
             call = lambda x, f=f, df=df: egrad(f, x, df)
         else:

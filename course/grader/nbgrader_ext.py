@@ -160,30 +160,51 @@ def judge_notebook(nb: NotebookNode, inputs: Inputs | None = None) -> NotebookNo
 
 
 class SanitizeStudentCells(NbGraderPreprocessor):
-    """After judging: nothing a student wrote or displayed runs in a page that shows the
-    autograded notebook (the instructor's formgrader, in the instructor's own session, and
-    the feedback pages). Markdown and raw cells with anything like a tag go through bleach
-    (nbconvert's SanitizeHTML); outputs keep plain text, PNG and JPEG as they are, HTML
-    and markdown sanitized, nothing else (javascript, widgets, SVG, LaTeX). The grader's
-    own outputs (verdicts: text and PNG) pass unchanged (round 5 of the attacks)."""
+    """After judging: nothing a student wrote or displayed runs, loads or links anywhere in a
+    page that shows the autograded notebook (the instructor's formgrader, in the
+    instructor's own session, and the feedback pages): course.grader.sanitize's policy.
+    Markdown cells as released (the instructor's) stay as they are; every other markdown
+    or raw cell, and every output but plain text and PNG/JPEG pictures, goes through it. The
+    grader's own outputs (verdicts: text and PNG) pass unchanged (rounds 5 and 6)."""
 
     SAFE = {"metadata", "text/plain", "image/png", "image/jpeg"}
-    TAG = re.compile(r"<[A-Za-z!/?]")
 
     def preprocess(self, nb, resources):
-        from nbconvert.preprocessors.sanitize import SanitizeHTML
+        from course.grader import sanitize
 
-        bleach = SanitizeHTML(safe_output_keys=self.SAFE, parent=self)
+        released = self._released_markdown(resources)
         for cell in nb.cells:
-            if cell.cell_type in ("markdown", "raw"):
-                if self.TAG.search(cell.source):
-                    cell.source = bleach.sanitize_html_tags(cell.source)
-                for bundle in cell.get("attachments", {}).values():  # pictures only
-                    for key in [k for k in bundle if k not in self.SAFE]:
-                        del bundle[key]
+            if cell.cell_type == "markdown" and cell.source not in released:
+                attachments = cell.get("attachments")
+                cleaned = sanitize.clean_markdown(cell.source, attachments)
+                if cleaned is not None:
+                    cell.source = cleaned  # pictures it used are now inside, as data
+                    cell.pop("attachments", None)
+            elif cell.cell_type == "raw":
+                cell.source = sanitize.clean_html(cell.source)
             elif cell.cell_type == "code":
-                cell.outputs = bleach.sanitize_code_outputs(cell.outputs)
+                cell.outputs = sanitize.clean_outputs(cell.outputs, self.SAFE)
+            for bundle in cell.get("attachments", {}).values():  # pictures only
+                for key in [k for k in bundle if k not in self.SAFE]:
+                    del bundle[key]
         return nb, resources
+
+    def _released_markdown(self, resources) -> set[str]:
+        """The markdown cells of this notebook as released, read from the course's release/
+        (empty where it cannot be read: then every markdown cell is judged)."""
+        import nbformat
+        from nbgrader.coursedir import CourseDirectory
+
+        meta = resources.get("nbgrader", {})
+        if not (meta.get("assignment") and meta.get("notebook")):
+            return set()
+        coursedir = CourseDirectory(config=self.config)
+        folder = coursedir.format_path(coursedir.release_directory, ".", meta["assignment"])
+        try:
+            released = nbformat.read(Path(folder) / f"{meta['notebook']}.ipynb", as_version=4)
+        except (OSError, ValueError):
+            return set()
+        return {c.source for c in released.cells if c.cell_type == "markdown"}
 
 
 class JudgeHiddenChecks(NbGraderPreprocessor):
