@@ -59,6 +59,12 @@ c.Exchange.root = os.environ.get("NBGRADER_EXCHANGE", str(ROOT / ".nbgrader" / "
 # Collect only what the student it names owns, dated no earlier than it was made
 # (course/grader/exchange.py: nbgrader's own only warns, and believes the folder's name).
 c.ExchangeFactory.collect = "course.grader.exchange.OwnerCheckedCollect"
+# Students name their folders and files, and nbgrader logs those names: their control
+# characters reach the terminal escaped (course/grader/logsafe.py).
+c.Application.logging_config = {
+    "filters": {"printable": {"()": "course.grader.logsafe.Printable"}},
+    "handlers": {"console": {"filters": ["printable"]}},
+}
 
 # Per-cell timeouts, in seconds: the grade cells that train a model get three times as
 # long. COURSE_CELL_TIMEOUT scales them all (a slow grading machine, or a test of loops).

@@ -10,7 +10,7 @@ JupyterHub"); the defaults are those of a real server:
 
   EVERYTHING_LEAKS_PREFIX   /opt/everything-leaks  Python environment + Jupyter set-ups (hub/install)
   EVERYTHING_LEAKS_STATE    /srv/everything-leaks  the hub's database and cookie secret (root only)
-  NBGRADER_EXCHANGE         /srv/nbgrader/exchange nbgrader's exchange (mode 777, nbgrader's docs)
+  NBGRADER_EXCHANGE         /srv/nbgrader/exchange nbgrader's exchange (mode 1777: hub/install)
   EVERYTHING_LEAKS_GROUP    everything-leaks       Unix group of everyone who may log in
   EVERYTHING_LEAKS_INSTRUCTORS  everything-leaks-instructors  Unix group of the instructor
   EVERYTHING_LEAKS_COURSE   everything-leaks       course directory, in the instructor's home
