@@ -13,6 +13,7 @@ CONV, POOL, PRED = "conv_naive_solution", "pool_naive_solution", "predictions_so
 FAST, SBN, NET = "conv_fast_solution", "spatial_batchnorm_solution", "convnet_solution"
 
 FORWARD, BACKWARD = "conv_forward_naive", "conv_backward_naive"
+PREDICTIONS = "conv_predictions"
 
 MUTANTS = [
     # conv_forward_naive
@@ -115,20 +116,30 @@ MUTANTS = [
     m(
         "predict: the padding forgotten in the output size",
         PRED,
-        {"predictions"},
-        ("1 + (13 + 2 - 5) // 2", "1 + (13 - 5) // 2"),
+        {PREDICTIONS},
+        ("1 + (H + 2 * pad - HH) // stride", "1 + (H - HH) // stride"),
     ),
     m(
-        "predict: a receptive field of 3 x 3",
+        "predict: a receptive field of filter_size * layers",
         PRED,
-        {"predictions"},
-        ("predicted_receptive_field = 1 + 3 * (3 - 1)", "predicted_receptive_field = 3 * 3"),
+        {PREDICTIONS},
+        ("return 1 + layers * (filter_size - 1)", "return layers * filter_size"),
     ),
     m(
         "predict: im2col as large as the filter's width",
         PRED,
-        {"predictions"},
-        ("predicted_im2col_ratio = 3 * 3", "predicted_im2col_ratio = 3"),
+        {PREDICTIONS},
+        ("return HH * WW / stride**2", "return HH / stride"),
+    ),
+    m(
+        "predict: the notebook's settings answered, not the formula",
+        PRED,
+        {PREDICTIONS},
+        (
+            "return HH * WW / stride**2",
+            "return 9.0",
+        ),
+        ("return 1 + layers * (filter_size - 1)", "return 7"),
     ),
     # conv_forward_fast / conv_backward_fast
     m(
@@ -325,16 +336,36 @@ def max_pool_backward_naive(dout, cache):
     return dx
 '''
 
-PRED_NUMBERS = """\
-predicted_output_shape = (10, 6, 6, 9)
-predicted_receptive_field = 7
-predicted_im2col_ratio = 9.0
+PRED_OTHER_FORMS = """\
+def predicted_output_shape(x_shape, w_shape, stride, pad):
+    sizes = [(x_shape[k] + 2 * pad - w_shape[k]) // stride + 1 for k in (2, 3)]
+    return [x_shape[0], w_shape[0], *sizes]
+
+
+def predicted_receptive_field(layers, filter_size):
+    field = 1
+    for _ in range(layers):
+        field += filter_size - 1
+    return float(field)
+
+
+def predicted_im2col_ratio(HH, WW, stride):
+    return (HH / stride) * (WW / stride)
 """
 
 PRED_WITHIN_BAND = """\
-predicted_output_shape = [10, 6, 6, 9]
-predicted_receptive_field = 7.0
-predicted_im2col_ratio = 8.5  # 9 minus a little for the border: within the band
+def predicted_output_shape(x_shape, w_shape, stride, pad):
+    N, _, H, W = x_shape
+    F, _, HH, WW = w_shape
+    return N, F, (H + 2 * pad - HH) // stride + 1, (W + 2 * pad - WW) // stride + 1
+
+
+def predicted_receptive_field(layers, filter_size):
+    return layers * filter_size - (layers - 1)
+
+
+def predicted_im2col_ratio(HH, WW, stride):
+    return 0.95 * HH * WW / stride**2  # a little less for the border: within the band
 """
 
 FAST_EINSUM = '''\
@@ -536,7 +567,7 @@ ALTERNATES = [
     Alternate("conv by scattering filter offsets", {CONV: CONV_SCATTER}),
     Alternate("pool with four loops", {POOL: POOL_FOUR_LOOPS}),
     Alternate("pool with windows and a mask", {POOL: POOL_MASK}),
-    Alternate("predictions as numbers", {PRED: PRED_NUMBERS}),
+    Alternate("predictions in other forms", {PRED: PRED_OTHER_FORMS}),
     Alternate("predictions within the band", {PRED: PRED_WITHIN_BAND}),
     Alternate("fast conv with sliding windows and tensordot", {FAST: FAST_EINSUM}),
     Alternate("fast conv with im2col copied per offset", {FAST: FAST_COPY_LOOP}),
