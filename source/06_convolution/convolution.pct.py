@@ -656,10 +656,12 @@ if torch is not None:
         out = torch.nn.functional.conv2d(x_torch, w_torch, b_torch, stride=1, padding=1)
         out.backward(dout_torch)
 
+    torch.set_num_threads(1)  # one thread, as `course bench --conv` times it
+    torch_pair()  # the first call sets PyTorch up: not timed
     torch_seconds = best_time(torch_pair, 20)
     print(
-        f"PyTorch {torch_seconds * 1e3:.2f} ms; "
-        f"your fast pair takes {fast_seconds / torch_seconds:.1f} times as long"
+        f"PyTorch {torch_seconds * 1e3:.2f} ms, your fast pair {fast_seconds * 1e3:.2f} ms: "
+        f"yours takes {fast_seconds / torch_seconds:.2g} times as long"
     )
 
 # %% [markdown]
