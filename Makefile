@@ -66,7 +66,11 @@ release: setup
 demo: setup
 	$(BIN)/course demo
 
+# PyTorch (the `bench` extra) is optional: without it, the convolution is timed alone.
 bench: setup
+	@$(BIN)/python -c 'import torch' 2>/dev/null || \
+		$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[bench]' || \
+		echo "warning: PyTorch (the bench extra) did not install: the convolution is timed without it"
 	$(BIN)/course bench
 
 format: dev

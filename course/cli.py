@@ -8,7 +8,7 @@ course lab          open JupyterLab as a learner (--instructor: with every nbgra
 course check NB     grade one notebook of yours, as the instructor would
 course validate NB  run a notebook as Validate does; exit 1 when a cell fails
 course demo         the instructor's pipeline on bundled demo students, kept in demo/course
-course bench        notebook and autograding timings
+course bench        notebook and autograding timings; --conv: 06's convolution against PyTorch
 """
 
 from __future__ import annotations
@@ -144,7 +144,9 @@ def _cluster_certs(args) -> int:
 def _bench(args) -> int:
     from course.authoring import bench
 
-    return bench.main(notebooks_only=args.notebooks, class_only=args.class_only)
+    return bench.main(
+        notebooks_only=args.notebooks, class_only=args.class_only, conv_only=args.conv
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -260,6 +262,11 @@ def main(argv: list[str] | None = None) -> int:
         dest="class_only",
         action="store_true",
         help="only the throughput of grading a class of generated submissions",
+    )
+    bench.add_argument(
+        "--conv",
+        action="store_true",
+        help="only 06's fast convolution against the naive loops and PyTorch (if installed)",
     )
     args = parser.parse_args(argv)
     # nbgrader's API runs `alembic` by name: make this environment's tools findable even

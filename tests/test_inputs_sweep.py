@@ -26,7 +26,11 @@ from course.grader.sources import (
 from course.paths import course_root
 
 SEEDS = int(os.environ.get("SWEEP_SEEDS", "100"))
-SLOW_CHECKS = {"mlp_training": 5, "normalised_training": 10}  # draws of checks that train
+SLOW_CHECKS = {
+    "mlp_training": 5,
+    "normalised_training": 10,
+    "convnet_training": 20,
+}  # draws of checks that train
 
 model._load_checks()
 CHECKS = sorted(model.checks_by_name().values(), key=lambda c: c.name)

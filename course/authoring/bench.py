@@ -222,9 +222,132 @@ def bench_class(text: Path, size: int = CLASS_SIZE) -> None:
         )
 
 
-def main(notebooks_only: bool = False, class_only: bool = False) -> int:
+# ---------------------------------------------------------------- the convolution's cost
+
+CONV_SHAPES = {"N": 32, "C": 8, "H": 16, "W": 16, "F": 16, "HH": 3, "WW": 3}
+CONV_GOAL = 2.0  # the reference fast pair's time, at most this many times PyTorch's
+CONV_ROUNDS = 50
+
+
+def best_of(fn, repeat: int) -> float:
+    """The fastest of `repeat` runs, in seconds: the least disturbed by other work."""
+    return min(timed(fn) for _ in range(repeat))
+
+
+def bench_conv(threads: int = 1) -> None:
+    """The reference fast convolution (forward + backward, float64) from 06's solutions,
+    timed side by side with PyTorch CPU's conv2d on the same shapes and threads; the naive
+    loops' time and im2col's memory beside them. Runs in a child process, so that the
+    thread count is set before NumPy's BLAS and PyTorch start."""
+    env = {
+        **os.environ,
+        **{
+            name: str(threads)
+            for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+        },
+    }
+    code = f"from course.authoring.bench import _bench_conv_here; _bench_conv_here({threads})"
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+
+
+def _bench_conv_here(threads: int) -> None:
+    import tracemalloc
+
+    import numpy as np
+
+    text = course_root() / "source" / "06_convolution" / "convolution.pct.py"
+    solutions = build.solution_namespace(build.notebook_from_text(text.read_text()), "bench")
+    forward, backward = solutions["conv_forward_fast"], solutions["conv_backward_fast"]
+    naive_forward, naive_backward = (
+        solutions["conv_forward_naive"],
+        solutions["conv_backward_naive"],
+    )
+    s = CONV_SHAPES
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((s["N"], s["C"], s["H"], s["W"]))
+    w = rng.standard_normal((s["F"], s["C"], s["HH"], s["WW"]))
+    b = rng.standard_normal(s["F"])
+    dout = rng.standard_normal((s["N"], s["F"], s["H"], s["W"]))
+    param = {"stride": 1, "pad": 1}
+
+    def fast_pair():
+        out, cache = forward(x, w, b, param)
+        return out, *backward(dout, cache)
+
+    shape = ", ".join(f"{k}={v}" for k, v in s.items())
+    print(
+        f"\nconvolution, forward + backward, float64, {shape}, stride 1, pad 1, {threads} thread(s)"
+    )
+    print(
+        f"(fast pairs: best of {CONV_ROUNDS} runs each, taken in turn; the naive loops: best of 2)"
+    )
+
+    def naive_pair():
+        out, cache = naive_forward(x, w, b, param)
+        return out, *naive_backward(dout, cache)
+
+    naive = best_of(naive_pair, 2)
+    tracemalloc.start()
+    forward(x, w, b, param)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    cols = s["C"] * s["HH"] * s["WW"] * s["N"] * s["H"] * s["W"] * 8
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is not None:
+        torch.set_num_threads(threads)
+        tx = torch.tensor(x, requires_grad=True)
+        tw = torch.tensor(w, requires_grad=True)
+        tb = torch.tensor(b, requires_grad=True)
+        tdout = torch.tensor(dout)
+
+        def torch_pair():
+            for t in (tx, tw, tb):
+                t.grad = None
+            torch.nn.functional.conv2d(tx, tw, tb, stride=1, padding=1).backward(tdout)
+
+    # In turn, so that the machine's load falls on both alike.
+    mine, theirs = [], []
+    for _ in range(CONV_ROUNDS):
+        mine.append(timed(fast_pair))
+        if torch is not None:
+            theirs.append(timed(torch_pair))
+    ours = min(mine)
+    print(f"  {'reference fast pair (im2col)':<40}{ours * 1e3:>9.2f} ms")
+    print(
+        f"  {'reference naive pair (loops)':<40}{naive * 1e3:>9.0f} ms  "
+        f"({naive / ours:.0f}x the fast pair)"
+    )
+    print(
+        f"  {'im2col matrix':<40}{cols / 2**20:>9.2f} MiB  ({cols / x.nbytes:.0f}x the input "
+        f"of {x.nbytes / 2**20:.2f} MiB); peak during the forward {peak / 2**20:.2f} MiB"
+    )
+    if torch is None:
+        print("  PyTorch: not installed (`pip install -e '.[bench]'`, or `make bench`)")
+        return
+    torch_pair()
+    same = max(
+        float(np.max(np.abs(ours_ - theirs_.detach().numpy())))
+        for ours_, theirs_ in zip(fast_pair()[1:], (tx.grad, tw.grad, tb.grad), strict=True)
+    )
+    theirs = min(theirs)
+    ratio = ours / theirs
+    verdict = "within" if ratio <= CONV_GOAL else "over"
+    print(
+        f"  {'PyTorch ' + torch.__version__ + ' conv2d (CPU)':<40}{theirs * 1e3:>9.2f} ms  "
+        f"(largest gradient difference {same:.1e})"
+    )
+    print(f"  reference / PyTorch: {ratio:.2f}x ({verdict} the goal of {CONV_GOAL:g}x)")
+
+
+def main(notebooks_only: bool = False, class_only: bool = False, conv_only: bool = False) -> int:
     root = course_root()
     texts = build.text_sources(root)
+    if conv_only:
+        bench_conv()
+        return 0
     if class_only:
         bench_class(texts[0])
         return 0
@@ -235,6 +358,7 @@ def main(notebooks_only: bool = False, class_only: bool = False) -> int:
         print(f"  {str(path.relative_to(root)):<40} {execute_seconds(path, repeat=3):6.1f} s")
     if notebooks_only:
         return 0
+    bench_conv()
     print(f"\nautograding one submission of the solutions (nbgrader autograde; batch of {BATCH})")
     print(
         f"  {'assignment':<16}{'own process':>12}{'of which start-up':>19}"
