@@ -30,6 +30,7 @@ from tests import (
     variants_multilayer,
     variants_normalisation,
     variants_optimisers,
+    variants_recurrent,
 )
 from tests.test_mutants import answers_of
 
@@ -39,6 +40,7 @@ MODULES = [
     variants_multilayer,
     variants_optimisers,
     variants_normalisation,
+    variants_recurrent,
 ]
 ALL_CHECKS = sorted(model.checks_by_name())
 

@@ -149,7 +149,7 @@ def rnn_forward(x, h0, Wx, Wh, b):
         prev_h, step_cache = rnn_step_forward(x[:, t], prev_h, Wx, Wh, b)
         h[:, t] = prev_h
         caches.append(step_cache)
-    return h, caches
+    return h, (caches, x.shape[2])
     ### END SOLUTION
 
 
@@ -157,12 +157,12 @@ def rnn_forward(x, h0, Wx, Wh, b):
 def rnn_backward(dh, cache):
     """dh (N, T, H): the upstream gradient of every h. Returns (dx, dh0, dWx, dWh, db)."""
     ### BEGIN SOLUTION
+    caches, D = cache
     N, T, H = dh.shape
-    D = cache[0][0].shape[1]
     dx, dWx, dWh, db = np.zeros((N, T, D)), np.zeros((D, H)), np.zeros((H, H)), np.zeros(H)
     dprev_h = np.zeros((N, H))
     for t in reversed(range(T)):
-        dx[:, t], dprev_h, dWx_t, dWh_t, db_t = rnn_step_backward(dh[:, t] + dprev_h, cache[t])
+        dx[:, t], dprev_h, dWx_t, dWh_t, db_t = rnn_step_backward(dh[:, t] + dprev_h, caches[t])
         dWx, dWh, db = dWx + dWx_t, dWh + dWh_t, db + db_t
     return dx, dprev_h, dWx, dWh, db
     ### END SOLUTION
@@ -340,7 +340,7 @@ def lstm_forward(x, h0, Wx, Wh, b):
         prev_h, prev_c, step_cache = lstm_step_forward(x[:, t], prev_h, prev_c, Wx, Wh, b)
         h[:, t] = prev_h
         caches.append(step_cache)
-    return h, caches
+    return h, (caches, x.shape[2])
     ### END SOLUTION
 
 
@@ -348,13 +348,13 @@ def lstm_forward(x, h0, Wx, Wh, b):
 def lstm_backward(dh, cache):
     """dh (N, T, H). Returns (dx, dh0, dWx, dWh, db)."""
     ### BEGIN SOLUTION
+    caches, D = cache
     N, T, H = dh.shape
-    D = cache[0][0].shape[1]
     dx, dWx = np.zeros((N, T, D)), np.zeros((D, 4 * H))
     dWh, db = np.zeros((H, 4 * H)), np.zeros(4 * H)
     dprev_h, dprev_c = np.zeros((N, H)), np.zeros((N, H))
     for t in reversed(range(T)):
-        step = lstm_step_backward(dh[:, t] + dprev_h, dprev_c, cache[t])
+        step = lstm_step_backward(dh[:, t] + dprev_h, dprev_c, caches[t])
         dx[:, t], dprev_h, dprev_c, dWx_t, dWh_t, db_t = step
         dWx, dWh, db = dWx + dWx_t, dWh + dWh_t, db + db_t
     return dx, dprev_h, dWx, dWh, db
@@ -828,8 +828,9 @@ steps_back = 20
 for r in radii:
     ratios = measured[r][:, steps_back] / measured[r][:, 0]
     print(
-        f"radius {r}: ||dh_(T-{steps_back})|| / ||dh_T|| = {ratios.mean():.3g} ± {ratios.std():.2g}"
-        f" (3 seeds); your prediction for a linear RNN {predicted_gradient_ratio(r, steps_back):.3g}"
+        f"radius {r}: ||dh_(T-{steps_back})|| / ||dh_T||",
+        f"= {ratios.mean():.3g} ± {ratios.std():.2g}"
+        f" (3 seeds); linear RNN, your prediction {predicted_gradient_ratio(r, steps_back):.3g}",
     )
 
 
@@ -910,7 +911,8 @@ for seed in SEEDS:
     angles["each element"].append(angle(flatten(per_element), true))
 for name, values in angles.items():
     print(
-        f"{name:>13}: angle to the true gradient {np.mean(values):5.1f} ± {np.std(values):.1f} degrees"
+        f"{name:>13}: angle to the true gradient",
+        f"{np.mean(values):5.1f} ± {np.std(values):.1f} degrees",
     )
 
 # %% [markdown]
@@ -987,7 +989,8 @@ for seed in tqdm(SEEDS, desc="mask"):
 print(f"a space's frequency in the validation text: {np.mean(data.val == PAD):.3f}")
 for name, values in found.items():
     print(
-        f"{name:>16}: mean predicted probability of a space {np.mean(values):.3f} ± {np.std(values):.3f}"
+        f"{name:>16}: mean predicted probability of a space",
+        f"{np.mean(values):.3f} ± {np.std(values):.3f}",
     )
 
 # %% [markdown]
