@@ -1,6 +1,6 @@
 """Student variants of assignment 07 for the mutation harness (see tests/variant_kinds.py)."""
 
-from tests.variant_kinds import Alternate, m
+from tests.variant_kinds import Alternate, Convention, m
 
 ASSIGNMENT, NOTEBOOK = "07_recurrent", "recurrent"
 
@@ -546,6 +546,30 @@ ALTERNATES = [
             "    return float(np.exp(steps * np.log(radius)))\n\n\n"
             "def predicted_gradient_scale(T1, T2):\n    return T2 * T1**-1\n"
         },
+    ),
+]
+
+# Code in another well-known convention: it loses points, and the report names it.
+CONVENTIONS = [
+    Convention(
+        "PyTorch's gate order i, f, g, o",
+        {
+            LS: LSTM_STEP_SPLIT.replace(
+                "a_i, a_f, a_o, a_g = np.split", "a_i, a_f, a_g, a_o = np.split"
+            )
+        },
+        frozenset({"lstm_step"}),
+        "PyTorch",
+    ),
+    Convention(
+        "PyTorch's CrossEntropyLoss: the mean over unmasked steps",
+        {
+            TSL: LOSS_FLAT.replace("/ N\n", "/ mask_flat.sum()\n").replace(
+                "dx_flat /= N", "dx_flat /= mask_flat.sum()"
+            )
+        },
+        frozenset({"temporal_softmax_loss"}),
+        "PyTorch",
     ),
 ]
 
