@@ -13,6 +13,7 @@ import importlib
 import inspect
 import json
 import pkgutil
+import zlib
 from contextlib import contextmanager
 
 import numpy as np
@@ -122,6 +123,7 @@ PROBE_MODULES = {
     "03_multilayer": ["course.checks.multilayer", "course.checks.linear"],
     "04_optimisers": ["course.checks.optimisers", "course.checks.multilayer"],
     "05_normalisation": ["course.checks.normalisation", "course.checks.multilayer"],
+    "07_recurrent": ["course.checks.recurrent"],
 }
 
 
@@ -299,7 +301,10 @@ def test_the_committed_references_replayed_on_other_inputs_earn_nothing(module):
     from course.authoring.build import compute_references
 
     names = checks_of(module)
-    seeds = {name: 7919 * (i + 1) for i, name in enumerate(sorted(model.CHECKS))}
+    # Each check's seed from its own name: a check added to another assignment leaves
+    # them all as they were (by rank in the sorted names, adding 07's moved 05's
+    # `predictions` to a seed where a committed prediction fell within its 2% band).
+    seeds = {name: 7919 * (1 + zlib.crc32(name.encode()) % 100_003) for name in model.CHECKS}
     fresh = compute_references(course_root(), seeds, module.ASSIGNMENT)
     for refs in fresh.values():
         committed = json.loads(
