@@ -3,6 +3,9 @@
 - `digits`: the UCI optical-recognition handwritten digits (8x8 images, 1,797 of them),
   shipped in `course/datasets/` (source and licence: its README), split into train,
   validation and test sets the same way on every machine.
+- `genesis_text`, `char_data`: the Book of Genesis, King James Version (public domain),
+  shipped in `course/datasets/` (source and licence: its README), and that text encoded
+  as integer character ids for a character-level language model.
 - `two_moons`, `spirals`, `blobs`: 2-D toy sets for pictures, generated from a fixed seed
   with NumPy's PCG64 generator, whose stream is the same on every platform.
 """
@@ -13,6 +16,7 @@ from typing import NamedTuple
 import numpy as np
 
 DIGITS_FILE = Path(__file__).parent / "datasets" / "optdigits.csv.gz"
+TEXT_FILE = Path(__file__).parent / "datasets" / "genesis.txt.gz"
 
 
 class Split(NamedTuple):
@@ -58,6 +62,53 @@ def digits(val_fraction: float = 1 / 6, test_fraction: float = 1 / 6, seed: int 
         index = rng.permutation(np.concatenate(part))  # classes interleaved, not in blocks
         out += [X[index], labels[index]]
     return Split(*out)
+
+
+def genesis_text() -> str:
+    """The Book of Genesis (King James Version), one verse a line, without verse numbers:
+    196,818 characters over 60 distinct ones (letters, punctuation, space, newline)."""
+    import gzip
+
+    if not TEXT_FILE.exists():
+        raise FileNotFoundError(f"{TEXT_FILE} is missing: the course ships it (see its README)")
+    text = gzip.decompress(TEXT_FILE.read_bytes()).decode("ascii")
+    if not text.startswith("In the beginning God created") or len(text) != 196_818:
+        raise ValueError(f"{TEXT_FILE} is not the text of Genesis it should be")
+    return text
+
+
+class CharData(NamedTuple):
+    """A text as character ids: `chars[i]` is the character of id i (sorted, so the ids
+    are the same on every machine); `train` and `val` are int64 id arrays."""
+
+    chars: str
+    train: np.ndarray
+    val: np.ndarray
+
+    def encode(self, text: str) -> np.ndarray:
+        index = {c: i for i, c in enumerate(self.chars)}
+        unknown = sorted(set(text) - set(index))
+        if unknown:
+            raise ValueError(f"characters not in the vocabulary: {unknown}")
+        return np.array([index[c] for c in text], dtype=np.int64)
+
+    def decode(self, ids) -> str:
+        return "".join(self.chars[int(i)] for i in np.ravel(ids))
+
+
+def char_data(text: str | None = None, val_fraction: float = 0.1) -> CharData:
+    """A text (Genesis by default) as character ids: the first 1 - val_fraction of it for
+    training, the rest (the last chapters) for validation."""
+    text = genesis_text() if text is None else text
+    if not text:
+        raise ValueError("char_data: the text is empty")
+    if not 0 <= val_fraction < 1:
+        raise ValueError(f"char_data: val_fraction {val_fraction} is not in [0, 1)")
+    chars = "".join(sorted(set(text)))
+    index = {c: i for i, c in enumerate(chars)}
+    ids = np.array([index[c] for c in text], dtype=np.int64)
+    cut = len(ids) - int(round(len(ids) * val_fraction))
+    return CharData(chars, ids[:cut], ids[cut:])
 
 
 def two_moons(n: int = 100, noise: float = 0.1, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

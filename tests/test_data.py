@@ -37,3 +37,25 @@ def test_toy_sets_have_the_documented_shapes_and_labels():
     assert X.shape == (160, 2) and np.bincount(y).tolist() == [40] * 4
     X, y = data.two_moons(30)
     assert X.shape == (30, 2) and set(y.tolist()) == {-1.0, 1.0}
+
+
+def test_the_text_is_the_documented_one_and_round_trips():
+    # The plain text's digest, as course/datasets/README.md states it.
+    text = data.genesis_text()
+    digest = hashlib.sha256(text.encode("ascii")).hexdigest()
+    assert digest == "e7b72bfd25d395f55a3bd0c1ada5cbf3fd627f61734d239503d834ac9b5e23b6"
+    chars = data.char_data()
+    assert len(chars.chars) == 60 and len(chars.train) + len(chars.val) == len(text)
+    assert chars.decode(chars.train[:16]) == "In the beginning"
+    assert np.array_equal(chars.encode("God"), chars.train[17:20])
+
+
+def test_char_data_refuses_bad_input():
+    import pytest
+
+    with pytest.raises(ValueError, match="empty"):
+        data.char_data("")
+    with pytest.raises(ValueError, match="val_fraction"):
+        data.char_data("abc", val_fraction=1.0)
+    with pytest.raises(ValueError, match="not in the vocabulary"):
+        data.char_data("abc").encode("abd")
