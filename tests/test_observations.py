@@ -25,6 +25,7 @@ from course.grader import model, probe
 from course.grader.judge import verdict
 from course.paths import course_root
 from tests import (
+    variants_attention,
     variants_backprop,
     variants_linear,
     variants_multilayer,
@@ -39,6 +40,7 @@ MODULES = [
     variants_multilayer,
     variants_optimisers,
     variants_normalisation,
+    variants_attention,
 ]
 ALL_CHECKS = sorted(model.checks_by_name())
 
@@ -120,6 +122,7 @@ PROBE_MODULES = {
     "03_multilayer": ["course.checks.multilayer", "course.checks.linear"],
     "04_optimisers": ["course.checks.optimisers", "course.checks.multilayer"],
     "05_normalisation": ["course.checks.normalisation", "course.checks.multilayer"],
+    "08_attention": ["course.checks.attention"],
 }
 
 
