@@ -602,7 +602,7 @@ register(
             "selfcheck": Rule(
                 SELFCHECK,
                 kind="below",
-                rtol=1e-6,
+                rtol=1e-5,  # correct code: one draw in 100 reached 1.1e-6 (test_inputs_sweep)
                 weight=2,
                 hint="a gradient does not match the forward pass it comes from.",
                 requires="forward",
