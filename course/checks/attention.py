@@ -238,11 +238,16 @@ register(
 
 
 def probe_causal_mask(student, rng, out):
+    # Seen through random values (np.where(mask, X, 0)): a mask depends only on T, so
+    # its values alone would be the same for every seed that draws the same T.
     for T in [1, *_sizes(rng, 3, 2, 12)]:
+        X = away_from_zero(rng, (T, T))
 
-        def compute(T=T):
+        def compute(T=T, X=X):
             mask = np.asarray(student.causal_mask(T))
-            return mask.astype(np.float64), float(ord(mask.dtype.kind))
+            if mask.shape != (T, T):
+                raise ValueError(f"causal_mask({T}) has shape {mask.shape}, expected ({T}, {T})")
+            return np.where(mask != 0, X, 0.0), float(ord(mask.dtype.kind))
 
         out.record([f"out:T = {T}", f"dtype:T = {T}"], compute)
 
@@ -255,7 +260,7 @@ register(
         probe=probe_causal_mask,
         rules={
             "out": Rule(
-                "mask for",
+                "entries kept by the mask for",
                 rtol=0,
                 hint="True on and below the diagonal (query t sees keys 0..t, itself "
                 "included): np.tril; np.triu gives the opposite, k=1 lets t see t + 1.",
