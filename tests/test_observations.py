@@ -26,6 +26,7 @@ from course.grader import model, probe
 from course.grader.judge import verdict
 from course.paths import course_root
 from tests import (
+    variants_attention,
     variants_backprop,
     variants_convolution,
     variants_linear,
@@ -44,6 +45,7 @@ MODULES = [
     variants_normalisation,
     variants_convolution,
     variants_recurrent,
+    variants_attention,
 ]
 ALL_CHECKS = sorted(model.checks_by_name())
 
@@ -127,6 +129,7 @@ PROBE_MODULES = {
     "05_normalisation": ["course.checks.normalisation", "course.checks.multilayer"],
     "06_convolution": ["course.checks.convolution"],
     "07_recurrent": ["course.checks.recurrent"],
+    "08_attention": ["course.checks.attention"],
 }
 
 

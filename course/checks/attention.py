@@ -1,0 +1,790 @@
+"""Hidden checks of assignment 08, "Attention and transformers" (API: shared API.md,
+section 08).
+
+The kernel records observations only: outputs, gradients, forward values at nudged inputs,
+the outputs of a call before and after the inputs after position t were changed, the
+outputs for permuted positions beside the permuted outputs, a training loss curve. The
+grader decides: outputs against the reference values, gradients against centred
+differences of the student's own forward pass, causality and permutation equivariance by
+grader-side measures of those raw observations. Every shape and value is drawn from the
+check's (secret) seed: Tq != Tk, d != dv, and a square case.
+"""
+
+import numpy as np
+
+from course.checks.common import (
+    away_from_zero,
+    centred_error,
+    gradient_observation,
+    stacked,
+)
+from course.grader.model import Assignment, Check, Rule, register
+from course.grader.probe import nudged
+
+ASSIGNMENT = Assignment(
+    id="08_attention",
+    notebook="attention",
+    title="08 Attention and transformers",
+    builds=(
+        "`softmax`, `attention_forward`/`_backward` with masks, `causal_mask`, "
+        "`multihead_attention_forward`/`_backward`, `positional_encoding`, a pre-LN "
+        "transformer block on your 05 layer norm, a tiny decoder-only transformer trained "
+        "to copy"
+    ),
+    leak=(
+        "without 1/sqrt(d) the softmax saturates as d grows; attention is blind to order "
+        "without positions; a causal mask off by one makes the training loss lie; a fully "
+        "masked row is NaN, or silently uniform with -1e9, and NaN again in float16; a wrong "
+        "head split keeps every shape"
+    ),
+    slow_cells=frozenset({"transformer_training"}),
+)
+NOTEBOOK = ASSIGNMENT.key
+
+# The functions carried from 05 that the block runs through (course.carry).
+CARRIED_05 = {
+    "layernorm_forward": "layernorm_forward",
+    "layernorm_backward": "layernorm_backward",
+}
+
+
+def _copies(*arrays):
+    return [np.array(a, copy=True) for a in arrays]
+
+
+def _differences(got, want) -> float:
+    """measure: how far the arrays stacked in an observation differ from the first one
+    (outputs that must not change: the outputs up to t after later inputs changed, the
+    permuted outputs against the outputs of the permuted input)."""
+    got = np.asarray(got, dtype=np.float64)
+    if got.ndim < 2 or len(got) < 2 or not np.all(np.isfinite(got)):
+        return float("inf")
+    scale = float(np.abs(got[0]).max())
+    if scale == 0:
+        return float("inf")  # all zeros: nothing computed
+    return max(float(np.abs(other - got[0]).max()) / scale for other in got[1:])
+
+
+def _sizes(rng, count: int, low: int = 2, high: int = 9) -> list[int]:
+    """`count` different sizes in [low, high)."""
+    return [int(s) for s in rng.choice(np.arange(low, high), size=count, replace=False)]
+
+
+# ------------------------------------------------------------------- softmax
+
+
+def probe_softmax(student, rng, out):
+    softmax = student.softmax
+    a, b, c = _sizes(rng, 3, 3, 8)
+    wide = rng.standard_normal((a, 2 * b))
+    cases = [
+        ("2-D, last axis", rng.standard_normal((a, b)) * 3, -1),
+        ("2-D, axis 0", rng.standard_normal((b, a)) * 3, 0),
+        ("3-D, last axis", rng.standard_normal((a, b, c)) * 3, -1),
+        ("3-D, axis 1", rng.standard_normal((c, a, b)) * 3, 1),
+        ("scores near 1e3", 1e3 + 5 * rng.standard_normal((b, c)), -1),
+        ("scores near -1e3", -1e3 + 5 * rng.standard_normal((b, c)), -1),
+        ("non-contiguous x[:, ::2]", wide[:, ::2], -1),
+    ]
+    for label, x, axis in cases:
+        out.record(f"out:{label}", lambda x=x, axis=axis: softmax(x.copy(), axis=axis))
+
+
+register(
+    Check(
+        name="softmax",
+        notebook=NOTEBOOK,
+        points=1,
+        probe=probe_softmax,
+        rules={
+            "out": Rule(
+                "softmax for",
+                rtol=1e-10,
+                hint="exp(x - max) / sum(exp(x - max)) along `axis` (keepdims=True): without "
+                "the shift, scores near 1e3 overflow; the max and the sum along the same axis.",
+            )
+        },
+    )
+)
+
+
+# ------------------------------------------------------------------- attention
+
+
+def _attention_cases(rng):
+    """(label, q, k, v, mask): Tq != Tk, d != dv, masks of several shapes, a square case,
+    scores near 1e3, a non-contiguous q. Every query may attend to at least one key."""
+    N, Tq, Tk, d, dv = _sizes(rng, 5, 2, 9)
+
+    def qkv(Tq=Tq, Tk=Tk, d=d, dv=dv, N=N):
+        return (
+            rng.standard_normal((N, Tq, d)),
+            rng.standard_normal((N, Tk, d)),
+            rng.standard_normal((N, Tk, dv)),
+        )
+
+    def mask_of(shape):
+        mask = rng.random(shape) < 0.6
+        mask[..., int(rng.integers(shape[-1]))] = True  # no fully masked row
+        return mask
+
+    cases = [("no mask", *qkv(), None)]
+    for label, shape in (
+        ("a (Tq, Tk) mask", (Tq, Tk)),
+        ("a (N, Tq, Tk) mask", (N, Tq, Tk)),
+        ("a (N, 1, Tk) mask", (N, 1, Tk)),
+        ("a (Tk,) mask", (Tk,)),
+    ):
+        cases.append((label, *qkv(), mask_of(shape)))
+    T = N  # square: N = Tq = Tk = d = dv
+    cases.append(
+        ("N = Tq = Tk = d = dv, a causal mask", *qkv(T, T, T, T, T), np.tril(np.ones((T, T), bool)))
+    )
+    q, k, v = qkv()
+    cases.append(("scores near 1e3", 12 * q, 12 * k, v, None))
+    q_wide = rng.standard_normal((N, Tq, 2 * d))
+    cases.append(("non-contiguous q[..., ::2]", q_wide[..., ::2], *qkv()[1:], None))
+    return cases
+
+
+def probe_attention_forward(student, rng, out):
+    forward = student.attention_forward
+    for label, q, k, v, mask in _attention_cases(rng):
+        out.record(
+            f"out:{label}",
+            lambda q=q, k=k, v=v, mask=mask: forward(
+                q, *_copies(k, v), None if mask is None else mask.copy()
+            )[0],
+        )
+
+
+register(
+    Check(
+        name="attention_forward",
+        notebook=NOTEBOOK,
+        points=3,
+        probe=probe_attention_forward,
+        rules={
+            "out": Rule(
+                "attention output with",
+                rtol=1e-8,
+                hint="softmax(q k^T / sqrt(d)) v with d = q.shape[-1] (not dv, not Tk); "
+                "k^T swaps the last two axes only; where the mask is False the score is "
+                "-inf (True means: may attend), and the softmax runs over the keys (axis -1).",
+            )
+        },
+    )
+)
+
+
+def probe_attention_backward(student, rng, out):
+    forward, backward = student.attention_forward, student.attention_backward
+    for label, q, k, v, mask in _attention_cases(rng):
+        dout = rng.standard_normal(q.shape[:-1] + v.shape[-1:])
+
+        def compute(q=q, k=k, v=v, mask=mask, dout=dout):
+            result, cache = forward(*_copies(q, k, v), mask)
+            grads = backward(dout.copy(), cache)
+            inputs = {"q": q, "k": k, "v": v}
+            observed = []
+            for (key, value), grad in zip(inputs.items(), grads, strict=True):
+
+                def f(changed, key=key):
+                    args = {**{n: np.array(a, copy=True) for n, a in inputs.items()}, key: changed}
+                    return forward(args["q"], args["k"], args["v"], mask)[0]
+
+                observed.append(gradient_observation(grad, *nudged(f, value, dout)))
+            return (result, *grads, stacked(*observed))
+
+        keys = ["forward", "dq", "dk", "dv", "selfcheck"]
+        out.record([f"{key}:{label}" for key in keys], compute)
+
+
+SELFCHECK = "gradients against centred differences of your own forward pass, for"
+
+register(
+    Check(
+        name="attention_backward",
+        notebook=NOTEBOOK,
+        points=3,
+        probe=probe_attention_backward,
+        rules={
+            "forward": Rule("attention output (forward) with", rtol=1e-8, weight=0.5),
+            "dq": Rule(
+                "dq with",
+                rtol=1e-7,
+                hint="dq = ds k / sqrt(d), ds = p * (dp - sum(dp * p, axis=-1)), dp = dout v^T.",
+            ),
+            "dk": Rule(
+                "dk with", rtol=1e-7, hint="dk = ds^T q / sqrt(d) (swap the last two axes)."
+            ),
+            "dv": Rule("dv with", rtol=1e-7, hint="dv = p^T dout."),
+            "selfcheck": Rule(
+                SELFCHECK,
+                kind="below",
+                rtol=1e-6,
+                weight=2,
+                hint="a gradient does not match the forward pass it comes from: the "
+                "softmax's Jacobian, or the 1 / sqrt(d), is off.",
+                requires="forward",
+                measure=centred_error(),
+            ),
+        },
+    )
+)
+
+
+# ------------------------------------------------------------------- causal mask
+
+
+def probe_causal_mask(student, rng, out):
+    # Seen through random values (np.where(mask, X, 0)): a mask depends only on T, so
+    # its values alone would be the same for every seed that draws the same T.
+    for T in [1, *_sizes(rng, 3, 2, 12)]:
+        X = away_from_zero(rng, (T, T))
+
+        def compute(T=T, X=X):
+            mask = np.asarray(student.causal_mask(T))
+            if mask.shape != (T, T):
+                raise ValueError(f"causal_mask({T}) has shape {mask.shape}, expected ({T}, {T})")
+            return np.where(mask != 0, X, 0.0), float(ord(mask.dtype.kind))
+
+        out.record([f"out:T = {T}", f"dtype:T = {T}"], compute)
+
+
+register(
+    Check(
+        name="causal_mask",
+        notebook=NOTEBOOK,
+        points=1,
+        probe=probe_causal_mask,
+        rules={
+            "out": Rule(
+                "entries kept by the mask for",
+                rtol=0,
+                hint="True on and below the diagonal (query t sees keys 0..t, itself "
+                "included): np.tril; np.triu gives the opposite, k=1 lets t see t + 1.",
+            ),
+            "dtype": Rule(
+                "dtype of the mask for",
+                rtol=0,
+                hint="a boolean array (dtype=bool), not 0/1 numbers.",
+                requires="out",
+            ),
+        },
+    )
+)
+
+
+# ------------------------------------------------------------------- multi-head attention
+
+
+def _mha_cases(rng):
+    """(label, x, weights, heads, mask): N, T, D all different, a square N = T case."""
+    cases = []
+    N, T = _sizes(rng, 2, 2, 8)
+    for heads, dh in ((1, int(rng.integers(3, 6))), (2, int(rng.integers(2, 4))), (3, 2)):
+        D = heads * dh
+        weights = [rng.standard_normal((D, D)) / np.sqrt(D) for _ in range(4)]
+        for mask_label, mask in (
+            ("no mask", None),
+            ("a causal mask", np.tril(np.ones((T, T), bool))),
+        ):
+            x = rng.standard_normal((N, T, D))
+            cases.append((f"{heads} head(s) of {dh}, {mask_label}", x, weights, heads, mask))
+    D, heads = 6, 2
+    weights = [rng.standard_normal((D, D)) / np.sqrt(D) for _ in range(4)]
+    per_example = rng.random((N, T, T)) < 0.6
+    per_example[..., 0] = True
+    cases.append(
+        ("2 heads, a (N, T, T) mask", rng.standard_normal((N, T, D)), weights, 2, per_example)
+    )
+    square = int(rng.integers(3, 6))
+    cases.append(
+        (
+            "N = T, 2 heads, a causal mask",
+            rng.standard_normal((square, square, D)),
+            weights,
+            2,
+            np.tril(np.ones((square, square), bool)),
+        )
+    )
+    wide = rng.standard_normal((N, T, 2 * D))
+    cases.append(("non-contiguous x[..., ::2], 3 heads", wide[..., ::2], weights, 3, None))
+    return cases
+
+
+def probe_multihead_forward(student, rng, out):
+    forward = student.multihead_attention_forward
+    for label, x, weights, heads, mask in _mha_cases(rng):
+        out.record(
+            f"out:{label}",
+            lambda x=x, w=weights, h=heads, m=mask: forward(x, *_copies(*w), h, m)[0],
+        )
+    N, T = _sizes(rng, 2, 3, 9)
+    for heads in (2, 4):
+        D = 2 * heads
+        weights = [rng.standard_normal((D, D)) / np.sqrt(D) for _ in range(4)]
+        x = rng.standard_normal((N, T, D))
+        t = int(rng.integers(1, T - 1))
+        later = x.copy()
+        later[:, t + 1 :] += away_from_zero(rng, later[:, t + 1 :].shape)
+
+        def causal(x=x, later=later, weights=weights, heads=heads, t=t):
+            mask = np.tril(np.ones((T, T), bool))
+            first = np.asarray(forward(x.copy(), *_copies(*weights), heads, mask)[0], np.float64)
+            second = np.asarray(forward(later, *_copies(*weights), heads, mask)[0], np.float64)
+            return first, np.stack([first[:, : t + 1], second[:, : t + 1]])
+
+        detail = f"{heads} heads, a causal mask, inputs after position {t} changed"
+        out.record([f"out:{detail}", f"causal:{detail}"], causal)
+        order = rng.permutation(T)
+
+        def equivariant(x=x, weights=weights, heads=heads, order=order):
+            plain = np.asarray(forward(x.copy(), *_copies(*weights), heads)[0], np.float64)
+            permuted = forward(np.ascontiguousarray(x[:, order]), *_copies(*weights), heads)[0]
+            return plain, np.stack([plain[:, order], np.asarray(permuted, np.float64)])
+
+        detail = f"{heads} heads, no mask, positions permuted"
+        out.record([f"out:{detail}", f"equivariant:{detail}"], equivariant)
+
+
+register(
+    Check(
+        name="multihead_forward",
+        notebook=NOTEBOOK,
+        points=3,
+        probe=probe_multihead_forward,
+        rules={
+            "out": Rule(
+                "multi-head output for",
+                rtol=1e-8,
+                weight=2,
+                hint="Q = x Wq split along D in order: reshape (N, T, H, D/H) then transpose "
+                "to (N, H, T, D/H) (reshape (N, H, T, D/H) alone keeps the shape and mixes "
+                "positions); attention per head with d = D/H; merge back the same way; @ Wo.",
+            ),
+            "causal": Rule(
+                "change of the outputs up to t (relative) with a causal mask and",
+                kind="below",
+                rtol=1e-12,
+                hint="an output depends on a later position: the mask reaches every head "
+                "(and the heads are split by position, not across positions).",
+                requires="out",
+                measure=_differences,
+            ),
+            "equivariant": Rule(
+                "difference between the permuted output and the output of the permuted "
+                "input (relative), with",
+                kind="below",
+                rtol=1e-10,
+                hint="without a mask, attention must not depend on the order of positions: "
+                "a head that mixes positions (a wrong reshape) breaks it.",
+                requires="out",
+                measure=_differences,
+            ),
+        },
+    )
+)
+
+
+def probe_multihead_backward(student, rng, out):
+    forward, backward = student.multihead_attention_forward, student.multihead_attention_backward
+    names = ("x", "Wq", "Wk", "Wv", "Wo")
+    for label, x, weights, heads, mask in _mha_cases(rng)[1::2] + _mha_cases(rng)[-3:-1]:
+        dout = rng.standard_normal(x.shape)
+
+        def compute(x=x, weights=weights, heads=heads, mask=mask, dout=dout):
+            result, cache = forward(*_copies(x, *weights), heads, mask)
+            grads = backward(dout.copy(), cache)
+            inputs = dict(zip(names, [x, *weights], strict=True))
+            observed = []
+            for (key, value), grad in zip(inputs.items(), grads, strict=True):
+
+                def f(changed, key=key):
+                    args = {**{n: np.array(a, copy=True) for n, a in inputs.items()}, key: changed}
+                    return forward(*(args[n] for n in names), heads, mask)[0]
+
+                observed.append(gradient_observation(grad, *nudged(f, value, dout)))
+            return (result, *grads, stacked(*observed))
+
+        keys = ["forward", *(f"d{n}" for n in names), "selfcheck"]
+        out.record([f"{key}:{label}" for key in keys], compute)
+
+
+MHA_BACKWARD_HINT = (
+    "dWo = merged^T dout (flattened over N and T); back through the merge, attention_backward "
+    "per head, the split undone; dx sums the three paths, dq Wq^T + dk Wk^T + dv Wv^T."
+)
+
+register(
+    Check(
+        name="multihead_backward",
+        notebook=NOTEBOOK,
+        points=3,
+        probe=probe_multihead_backward,
+        rules={
+            "forward": Rule("multi-head output (forward) for", rtol=1e-8, weight=0.5),
+            **{
+                f"d{n}": Rule(f"d{n} for", rtol=1e-7, hint=MHA_BACKWARD_HINT)
+                for n in ("x", "Wq", "Wk", "Wv", "Wo")
+            },
+            "selfcheck": Rule(
+                SELFCHECK,
+                kind="below",
+                rtol=1e-6,
+                weight=2,
+                hint="a gradient does not match the forward pass it comes from.",
+                requires="forward",
+                measure=centred_error(),
+            ),
+        },
+    )
+)
+
+
+# ------------------------------------------------------------------- positions
+
+
+def probe_positional_encoding(student, rng, out):
+    T1, T2 = _sizes(rng, 2, 3, 30)
+    D1, D2, D3 = (2 * s for s in _sizes(rng, 3, 2, 12))
+    for T, D in ((T1, D1), (T2, D2), (D3, D3), (max(D1, D2) + 5, 2 * int(rng.integers(1, 3)))):
+        out.record(f"out:T = {T}, D = {D}", lambda T=T, D=D: student.positional_encoding(T, D))
+
+
+register(
+    Check(
+        name="positional_encoding",
+        notebook=NOTEBOOK,
+        points=1,
+        probe=probe_positional_encoding,
+        rules={
+            "out": Rule(
+                "encoding for",
+                rtol=1e-9,
+                hint="column 2i is sin(p / 10000**(2i / D)), column 2i + 1 its cos, at the "
+                "same frequency (2i, not i, in the exponent; positions from 0).",
+            )
+        },
+    )
+)
+
+
+# ------------------------------------------------------------------- the block
+
+BLOCK_NAMES = tuple("ln1_gamma ln1_beta Wq Wk Wv Wo ln2_gamma ln2_beta W1 b1 W2 b2".split())
+
+
+def _block_params(rng, D, F):
+    def w(fan_in, shape):
+        return rng.standard_normal(shape) / np.sqrt(fan_in)
+
+    return {
+        "ln1_gamma": 1 + 0.3 * rng.standard_normal(D), "ln1_beta": 0.3 * rng.standard_normal(D),
+        "Wq": w(D, (D, D)), "Wk": w(D, (D, D)), "Wv": w(D, (D, D)), "Wo": w(D, (D, D)),
+        "ln2_gamma": 1 + 0.3 * rng.standard_normal(D), "ln2_beta": 0.3 * rng.standard_normal(D),
+        "W1": w(D, (D, F)), "b1": 0.3 * rng.standard_normal(F), "W2": w(F, (F, D)),
+        "b2": 0.3 * rng.standard_normal(D),
+    }  # fmt: skip
+
+
+def _relu_distance(params, x, heads, mask) -> float:
+    """How close a hidden pre-activation of the block's MLP comes to ReLU's kink at 0
+    (trusted NumPy, not student code)."""
+    N, T, D = x.shape
+
+    def ln(a, g, b):
+        c = a - a.mean(-1, keepdims=True)
+        return g * c / np.sqrt(np.mean(c**2, -1, keepdims=True) + 1e-5) + b
+
+    p = params
+    a = ln(x, p["ln1_gamma"], p["ln1_beta"])
+
+    def split(m):
+        return m.reshape(N, T, heads, D // heads).transpose(0, 2, 1, 3)
+
+    q, k, v = split(a @ p["Wq"]), split(a @ p["Wk"]), split(a @ p["Wv"])
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(D // heads)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    w = np.exp(s - s.max(-1, keepdims=True))
+    w /= w.sum(-1, keepdims=True)
+    h = x + (w @ v).transpose(0, 2, 1, 3).reshape(N, T, D) @ p["Wo"]
+    z = ln(h, p["ln2_gamma"], p["ln2_beta"]) @ p["W1"] + p["b1"]
+    return float(np.min(np.abs(z)))
+
+
+def _block_cases(rng):
+    cases = []
+    N, T = _sizes(rng, 2, 2, 6)
+    for heads, D, F, causal in ((2, 4, 7, True), (1, 5, 3, False), (3, 6, 6, True)):
+        mask = np.tril(np.ones((T, T), bool)) if causal else None
+        for _ in range(1000):
+            params, x = _block_params(rng, D, F), rng.standard_normal((N, T, D))
+            if _relu_distance(params, x, heads, mask) > 1e-3:
+                break
+        label = f"D = {D}, F = {F}, {heads} head(s), " + ("a causal mask" if causal else "no mask")
+        cases.append((label, x, params, heads, mask))
+    return cases
+
+
+def probe_block(student, rng, out):
+    forward, backward = student.block_forward, student.block_backward
+    for label, x, params, heads, mask in _block_cases(rng):
+        dout = rng.standard_normal(x.shape)
+
+        def compute(x=x, params=params, heads=heads, mask=mask, dout=dout):
+            fresh = {n: v.copy() for n, v in params.items()}
+            result, cache = forward(x.copy(), fresh, heads, mask)
+            dx, grads = backward(dout.copy(), cache)
+            ordered = [np.asarray(grads[n], dtype=np.float64) for n in BLOCK_NAMES]
+
+            def fx(v):
+                return forward(v, {n: a.copy() for n, a in params.items()}, heads, mask)[0]
+
+            observed = [gradient_observation(dx, *nudged(fx, x, dout))]
+            for name, grad in zip(BLOCK_NAMES, ordered, strict=True):
+
+                def f(v, name=name):
+                    moved = {n: a.copy() for n, a in params.items()}
+                    moved[name] = v
+                    return forward(x.copy(), moved, heads, mask)[0]
+
+                observed.append(gradient_observation(grad, *nudged(f, params[name], dout)))
+            return (result, dx, *ordered, stacked(*observed))
+
+        keys = ["forward", "dx", *(f"grad:{n}, {label}" for n in BLOCK_NAMES), "selfcheck"]
+        keys = [k if k.startswith("grad:") else f"{k}:{label}" for k in keys]
+        out.record(keys, compute)
+        if mask is not None:
+            T = x.shape[1]
+            t = int(rng.integers(0, T - 1))
+            later = x.copy()
+            later[:, t + 1 :] += away_from_zero(rng, later[:, t + 1 :].shape)
+
+            def causal(x=x, later=later, params=params, heads=heads, mask=mask, t=t):
+                outs = [
+                    np.asarray(forward(a, {n: v.copy() for n, v in params.items()}, heads, mask)[0])
+                    for a in (x.copy(), later)
+                ]
+                return outs[0], np.stack([o[:, : t + 1] for o in outs]).astype(np.float64)
+
+            detail = f"{label}, inputs after position {t} changed"
+            out.record([f"forward:{detail}", f"causal:{detail}"], causal)
+
+
+register(
+    Check(
+        name="block",
+        notebook=NOTEBOOK,
+        points=4,
+        probe=probe_block,
+        builds_on={
+            **CARRIED_05,
+            "multihead_forward": "multihead_attention_forward",
+            "multihead_backward": "multihead_attention_backward",
+        },
+        rules={
+            "forward": Rule(
+                "block output for",
+                rtol=1e-8,
+                weight=2,
+                hint="pre-LN: h = x + MHA(LN1(x)), out = h + relu(LN2(h) W1 + b1) W2 + b2; "
+                "the residuals add x and h themselves, not their normalised copies.",
+            ),
+            "dx": Rule(
+                "dx for",
+                rtol=1e-7,
+                hint="dx = dh (the residual) + LN1's backward of what comes back through "
+                "attention; dh = dout + LN2's backward of the MLP's gradient.",
+            ),
+            "grad": Rule(
+                "gradient of",
+                rtol=1e-7,
+                hint="each parameter's gradient summed over N and T (flatten to (N T, D)).",
+            ),
+            "selfcheck": Rule(
+                SELFCHECK,
+                kind="below",
+                rtol=1e-5,  # correct code: one draw in 100 reached 1.1e-6 (test_inputs_sweep)
+                weight=2,
+                hint="a gradient does not match the forward pass it comes from.",
+                requires="forward",
+                measure=centred_error(),
+            ),
+            "causal": Rule(
+                "change of the outputs up to t (relative) for",
+                kind="below",
+                rtol=1e-12,
+                hint="an output of the block depends on a later position: pass the mask to "
+                "the attention.",
+                requires="forward",
+                measure=_differences,
+            ),
+        },
+    )
+)
+
+
+# ------------------------------------------------------------------- training
+
+TRAIN_STEPS = 25
+TRAIN_BATCH = 8
+TRAIN_LEARNING_RATE = 3e-3
+LOSS_BAND = 1e-6  # relative, at every step: correct code differs only by rounding order
+
+
+def _adam():
+    """A fixed Adam (trusted code: the curve must not depend on the learner's 04 Adam)."""
+    state = {}
+
+    def update(name, w, dw):
+        m, v, t = state.get(name, (np.zeros_like(w), np.zeros_like(w), 0))
+        t += 1
+        m = 0.9 * m + 0.1 * dw
+        v = 0.999 * v + 0.001 * dw**2
+        state[name] = (m, v, t)
+        step = TRAIN_LEARNING_RATE * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
+        return w - step
+
+    return update
+
+
+def _copy_batch(rng, N, L, V):
+    first = rng.integers(0, V, (N, L))
+    sequence = np.concatenate([first, np.full((N, 1), V), first], axis=1)
+    weights = np.zeros((N, 2 * L))
+    weights[:, L:] = 1.0
+    return sequence[:, :-1], sequence[:, 1:], weights
+
+
+class _Transformer:
+    """The notebook's TinyTransformer, one block, as trusted code around the learner's
+    functions (block_forward/_backward, positional_encoding, the 05 layer norm): the
+    curve depends on those functions, not on an edited copy of the given model."""
+
+    def __init__(self, student, rng, vocab, D, heads, positions):
+        self.student, self.heads, self.positions = student, heads, positions
+        self.params = {"embed": rng.standard_normal((vocab, D))}
+        block = _block_params(rng, D, 4 * D)
+        for name in ("ln1_gamma", "ln2_gamma"):
+            block[name] = np.ones(D)
+        for name in ("ln1_beta", "ln2_beta", "b1", "b2"):
+            block[name] = np.zeros_like(block[name])
+        self.params.update({f"0.{n}": v for n, v in block.items()})
+        self.params.update(
+            lnf_gamma=np.ones(D),
+            lnf_beta=np.zeros(D),
+            W_out=0.02 * rng.standard_normal((D, vocab)),
+            b_out=np.zeros(vocab),
+        )
+
+    def loss(self, tokens, targets, weights):
+        s, p = self.student, self.params
+        N, T = tokens.shape
+        x = p["embed"][tokens]
+        if self.positions:
+            x = x + np.asarray(s.positional_encoding(T, x.shape[-1]), dtype=np.float64)
+        block = {n.split(".", 1)[1]: v.copy() for n, v in p.items() if n.startswith("0.")}
+        x, cache = s.block_forward(x, block, self.heads, np.tril(np.ones((T, T), bool)))
+        D = x.shape[-1]
+        f, lnf = s.layernorm_forward(
+            np.reshape(x, (N * T, D)), p["lnf_gamma"].copy(), p["lnf_beta"].copy(), {}
+        )
+        scores = f @ p["W_out"] + p["b_out"]
+        probs = np.exp(scores - scores.max(axis=1, keepdims=True))
+        probs /= probs.sum(axis=1, keepdims=True)
+        w = (weights / weights.sum()).reshape(-1)
+        rows, flat = np.arange(N * T), targets.reshape(-1)
+        loss = -np.sum(w * np.log(probs[rows, flat]))
+        dscores = probs
+        dscores[rows, flat] -= 1
+        dscores *= w[:, None]
+        grads = {"W_out": f.T @ dscores, "b_out": dscores.sum(axis=0)}
+        df, grads["lnf_gamma"], grads["lnf_beta"] = s.layernorm_backward(
+            dscores @ p["W_out"].T, lnf
+        )
+        dx, block_grads = s.block_backward(np.reshape(df, (N, T, D)), cache)
+        grads.update({f"0.{n}": block_grads[n] for n in BLOCK_NAMES})
+        grads["embed"] = np.zeros_like(p["embed"])
+        np.add.at(grads["embed"], tokens, dx)
+        return loss, grads
+
+
+def probe_transformer_training(student, rng, out):
+    V, L = int(rng.integers(4, 8)), int(rng.integers(3, 6))
+    heads = int(rng.choice([2, 4]))
+    D = heads * int(rng.integers(2, 5))
+    init_seed, data_seed = (int(s) for s in rng.integers(1 << 20, size=2))
+    for positions in (True, False):
+
+        def compute(positions=positions):
+            init = np.random.default_rng(init_seed)
+            model = _Transformer(student, init, V + 1, D, heads, positions)
+            update, data, losses = _adam(), np.random.default_rng(data_seed), []
+            for _ in range(TRAIN_STEPS):
+                loss, grads = model.loss(*_copy_batch(data, TRAIN_BATCH, L, V))
+                for name in model.params:
+                    model.params[name] = update(name, model.params[name], grads[name])
+                losses.append(float(loss))
+            return np.array(losses)
+
+        label = "with positions" if positions else "without positions"
+        out.record(f"loss:curve {label}", compute)
+
+
+register(
+    Check(
+        name="transformer_training",
+        notebook=NOTEBOOK,
+        points=3,
+        probe=probe_transformer_training,
+        builds_on={
+            **CARRIED_05,
+            "multihead_forward": "multihead_attention_forward",
+            "multihead_backward": "multihead_attention_backward",
+            "positional_encoding": "positional_encoding",
+            "block": "block_forward or block_backward",
+        },
+        rules={
+            "loss": Rule(
+                "training loss",
+                rtol=LOSS_BAND,
+                hint="a curve that starts right and departs later has a gradient slightly "
+                "wrong; one that starts wrong, a forward pass (or the positions) off.",
+                picture="curve",
+            ),
+        },
+    )
+)
+
+
+# ------------------------------------------------------------------- predictions
+
+
+def probe_predictions(student, rng, out):
+    d, K = int(rng.integers(5, 500)), int(rng.integers(3, 60))
+    out.record("std:standard deviation of q . k", lambda: float(student.predicted_score_std(d)))
+    out.record("loss:loss of a uniform guess", lambda: float(student.predicted_initial_loss(K)))
+
+
+register(
+    Check(
+        name="attention_predictions",
+        notebook=NOTEBOOK,
+        points=2,
+        probe=probe_predictions,
+        rules={
+            # The judge's tolerance is relative to |got| + |want|: 0.01 is about 2%.
+            "std": Rule(
+                "predicted",
+                rtol=0.01,
+                hint="a sum of d independent products, each of variance 1: variance d.",
+            ),
+            "loss": Rule(
+                "predicted", rtol=0.01, hint="-log of the probability of the right token."
+            ),
+        },
+    )
+)

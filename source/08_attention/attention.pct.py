@@ -1,0 +1,998 @@
+# %% [markdown]
+# # 08 · Attention and transformers
+#
+# A transformer replaces recurrence by **attention**: every position looks at every
+# other, through a softmax over scores $q \cdot k$. You build it piece by piece in NumPy,
+# check every gradient, then train a tiny decoder-only transformer on a task that cannot
+# be solved without looking back: copying a sequence.
+#
+# **The leaks shown here:** without the $1/\sqrt{d}$ scale the softmax saturates as $d$
+# grows; attention has no idea of order unless positions are added; a causal mask off by
+# one lets the model read the answer, and the training loss lies; a fully masked row
+# gives NaN, and a "large negative" constant in place of $-\infty$ hides it, until float16;
+# a wrong reshape when splitting heads keeps every shape and changes the maths.
+#
+# | Part | You write | Points |
+# |---|---|---|
+# | 0 · Your code from 04 and 05 | nothing: it is carried forward | 0 |
+# | 1 · Scaled dot-product attention | `softmax`, `attention_forward`, `attention_backward`, `causal_mask` | 8 |
+# | 2 · Multi-head attention | `multihead_attention_forward`, `multihead_attention_backward` | 6 |
+# | 3 · Positions | `positional_encoding` | 1 |
+# | 4 · A pre-LN transformer block, trained | `block_forward`, `block_backward` | 7 |
+# | 5 · Predictions | two small formulas, before the experiments that measure them | 2 |
+#
+# Fill in every cell that says `YOUR CODE HERE`, run the "check it" cell after it, and press
+# **Validate** before you submit. The cells titled "Hidden check" are graded later, on
+# inputs you do not see; your feedback (or `course check`, if you learn on your own) says
+# what failed and the likely mistake, never the expected values.
+#
+# Assignment 07 trains an LSTM on text; the comparison of this transformer with that LSTM
+# on the same budget is left for when 07 is in the course. Here the task is generated, so
+# that we know exactly what the model has to learn.
+
+# %%
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import numpy as np
+from tqdm.auto import tqdm
+
+from course.carry import carry
+from course.gradcheck import gradient_error
+from course.notebook import check_it, explore_plot
+
+# %% [markdown]
+# ## 0 · Your code from 04 and 05
+#
+# The transformer block normalises with your `layernorm_forward` and `layernorm_backward`
+# from 05, and the experiments train with your `adam` from 04. The cells below import them
+# from `my_05_normalisation.py` and `my_04_optimisers.py` beside this notebook, which
+# `course export` (run by `make lab` and `course check`) writes from the cells marked
+# `#| export` of those notebooks. A hidden check of this notebook that fails because of one
+# of them says so by name. Fixed something there? Save that notebook, then re-run these cells.
+
+# %% nbgrader={"grade": false, "grade_id": "carried_from_05", "locked": true, "schema_version": 3, "solution": false}
+# Your layer norm from 05 (work/05_normalisation), on x (N, D).
+layernorm_forward, layernorm_backward = carry(
+    "05_normalisation", "layernorm_forward layernorm_backward"
+)
+
+# %% nbgrader={"grade": false, "grade_id": "carried_from_04", "locked": true, "schema_version": 3, "solution": false}
+# Your Adam from 04 (work/04_optimisers): adam(w, dw, config) -> (next_w, config).
+(adam,) = carry("04_optimisers", "adam")
+
+# %% [markdown]
+# ## 1 · Scaled dot-product attention
+#
+# Queries $q$ (N, Tq, d), keys $k$ (N, Tk, d), values $v$ (N, Tk, dv). Each query scores
+# every key, the scores go through a softmax over the keys, and the output is the
+# weighted average of the values (Vaswani et al., 2017):
+#
+# $$\text{out} = \text{softmax}\!\Big(\frac{q k^\top}{\sqrt d}\Big)\, v, \qquad
+# \text{out} \in \mathbb{R}^{N \times T_q \times d_v}.$$
+#
+# A boolean `mask`, broadcastable to (N, Tq, Tk), is True where a query may attend to a
+# key; a score that is not allowed becomes $-\infty$, so its weight is exactly 0.
+#
+# ### Exercise 1.1: `softmax` (1 point)
+#
+# Along `axis`, numerically stable: subtract the largest entry first (02's lesson), so
+# that scores near 1000 neither overflow nor give NaN.
+
+
+# %% nbgrader={"grade": false, "grade_id": "softmax_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
+def softmax(x, axis=-1):
+    """Softmax of x along axis, stable for large entries."""
+    ### BEGIN SOLUTION
+    shifted = x - np.max(x, axis=axis, keepdims=True)
+    e = np.exp(shifted)
+    return e / np.sum(e, axis=axis, keepdims=True)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# **Check it**: rows that sum to 1, scores near 1000 without overflow, and another axis.
+
+# %%
+with check_it("Exercise 1.1"):
+    s = np.array([[1000.0, 1001.0, 1002.0], [-3.0, 0.0, 3.0]])
+    p = softmax(s)
+    print(p.round(4))
+    assert np.all(np.isfinite(p)), "scores near 1000 overflow: subtract the row's maximum"
+    assert np.allclose(p.sum(axis=-1), 1), "each row must sum to 1"
+    assert np.allclose(p[0], p[1] ** (1 / 3) / np.sum(p[1] ** (1 / 3))), "wrong values"
+    assert np.allclose(softmax(s, axis=0).sum(axis=0), 1), "softmax(x, axis=0) sums columns"
+
+# %% nbgrader={"grade": true, "grade_id": "softmax", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+# Hidden check (1 point): values along several axes of 2-D and 3-D inputs, scores near
+# 1e3, a non-contiguous input.
+### BEGIN HIDDEN TESTS
+from course.grading import check
+
+check("softmax", globals())
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Exercise 1.2: `attention_forward` (3 points) and `attention_backward` (3 points)
+#
+# `attention_forward(q, k, v, mask=None)` returns `(out, cache)`; `attention_backward(dout,
+# cache)` returns `(dq, dk, dv)`. Write them for any number of leading batch dimensions
+# (`np.swapaxes(k, -1, -2)`, and `@`), so that part 2 can call them on (N, heads, T, d).
+#
+# For the backward pass, with $s$ the scaled scores and $p = \text{softmax}(s)$:
+# $dv = p^\top\, d\text{out}$, $dp = d\text{out}\, v^\top$, and the softmax's Jacobian
+# gives $ds = p \odot (dp - \sum_j dp_j\, p_j)$ row by row; then $dq = ds\, k / \sqrt d$
+# and $dk = ds^\top q / \sqrt d$. A masked score has $p = 0$, so it gets no gradient.
+
+
+# %% nbgrader={"grade": false, "grade_id": "attention_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
+def attention_forward(q, k, v, mask=None):
+    """softmax(q k^T / sqrt(d)) v, with a boolean mask (True: may attend).
+    Returns (out (..., Tq, dv), cache)."""
+    ### BEGIN SOLUTION
+    d = q.shape[-1]
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(d)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    p = softmax(scores, axis=-1)
+    return p @ v, (q, k, v, p)
+    ### END SOLUTION
+
+
+#| export
+def attention_backward(dout, cache):
+    """Returns (dq, dk, dv)."""
+    ### BEGIN SOLUTION
+    q, k, v, p = cache
+    d = q.shape[-1]
+    dv = np.swapaxes(p, -1, -2) @ dout
+    dp = dout @ np.swapaxes(v, -1, -2)
+    ds = p * (dp - np.sum(dp * p, axis=-1, keepdims=True)) / np.sqrt(d)
+    return ds @ k, np.swapaxes(ds, -1, -2) @ q, dv
+    ### END SOLUTION
+
+
+# %% [markdown]
+# **Check it**: with Tq != Tk and d != dv, the output shape; one query against identical
+# keys averages the values; the gradients against centred differences with a random
+# upstream gradient and a mask; and a masked key gets no weight (changing its value
+# changes nothing). Expect relative errors near $10^{-9}$.
+
+# %%
+with check_it("Exercise 1.2"):
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal(shape) for shape in ((2, 3, 4), (2, 5, 4), (2, 5, 6)))
+    mask = rng.random((2, 3, 5)) < 0.7
+    mask[..., 0] = True  # every query may attend somewhere
+    out, cache = attention_forward(q, k, v, mask)
+    print("out", out.shape, "(N, Tq, dv) = (2, 3, 6)")
+    assert out.shape == (2, 3, 6), f"out has shape {out.shape}, expected (N, Tq, dv)"
+    same, _ = attention_forward(q, np.ones_like(k), v)
+    assert np.allclose(same, v.mean(axis=1, keepdims=True)), "identical keys: the mean of v"
+    dout = rng.standard_normal(out.shape)
+    grads = attention_backward(dout, cache)
+    inputs = {"q": q, "k": k, "v": v}
+    for (name, x), grad in zip(inputs.items(), grads, strict=True):
+
+        def f(value, name=name):
+            return attention_forward(**{**inputs, name: value}, mask=mask)[0]
+
+        error = gradient_error(f, x, grad, dout)
+        print(f"d{name} relative error {error:.1e}")
+        assert error < 1e-6, f"d{name}: relative error {error:.1e}, above 1e-6"
+    moved = v.copy()
+    moved[~mask[:, 0, :]] += 10  # values of the keys query 0 may not see
+    changed = attention_forward(q, k, moved, mask)[0][:, 0] - out[:, 0]
+    print(f"query 0, masked values moved by 10: output changes by {np.abs(changed).max():.1e}")
+    assert np.abs(changed).max() < 1e-12, "a masked key still has weight"
+
+# %% nbgrader={"grade": true, "grade_id": "attention_forward", "locked": true, "points": 3, "schema_version": 3, "solution": false}
+# Hidden check (3 points): outputs with Tq != Tk and d != dv and a square case, no mask
+# and masks of shapes (Tq, Tk), (N, Tq, Tk), (N, 1, Tk) and (Tk,), scores near 1e3, a
+# non-contiguous q.
+### BEGIN HIDDEN TESTS
+from course.grading import check
+
+check("attention_forward", globals())
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "attention_backward", "locked": true, "points": 3, "schema_version": 3, "solution": false}
+# Hidden check (3 points): dq, dk, dv for the same shapes and masks, random upstream
+# gradients; against centred differences of your own forward pass (credited when the
+# forward pass is right).
+### BEGIN HIDDEN TESTS
+from course.grading import check
+
+check("attention_backward", globals())
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Exercise 1.3: `causal_mask` (1 point)
+#
+# A decoder predicts position $t + 1$ from positions $0..t$: query $t$ may attend to keys
+# $0..t$ only. `causal_mask(T)` is the (T, T) boolean array, True on and below the diagonal.
+
+
+# %% nbgrader={"grade": false, "grade_id": "causal_mask_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
+def causal_mask(T):
+    """(T, T) bool: True where query t may attend to key s, that is s <= t."""
+    ### BEGIN SOLUTION
+    return np.tril(np.ones((T, T), dtype=bool))
+    ### END SOLUTION
+
+
+# %% [markdown]
+# **Check it**: the mask for T = 4, and causality by perturbation: changing the inputs
+# after position t must leave the outputs up to t unchanged.
+
+# %%
+with check_it("Exercise 1.3"):
+    print(causal_mask(4).astype(int))
+    assert causal_mask(4).dtype == bool, "the mask must be boolean"
+    x = np.random.default_rng(1).standard_normal((1, 6, 4))
+    out = attention_forward(x, x, x, causal_mask(6))[0]
+    later = x.copy()
+    later[:, 4:] += 5.0
+    moved = attention_forward(later, later, later, causal_mask(6))[0]
+    shift = np.abs(moved - out)[:, :4].max()
+    print(f"inputs after position 3 changed: outputs 0..3 move by {shift:.1e}")
+    assert np.abs(moved - out)[:, :4].max() < 1e-12, "an output depends on a later position"
+
+# %% nbgrader={"grade": true, "grade_id": "causal_mask", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+# Hidden check (1 point): the mask for several T, its dtype.
+### BEGIN HIDDEN TESTS
+from course.grading import check
+
+check("causal_mask", globals())
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 2 · Multi-head attention
+#
+# $x$ (N, T, D) is projected to queries, keys and values, $Q = x W_q$, $K = x W_k$,
+# $V = x W_v$, each (N, T, D). With $H$ heads, the last axis is split **in order** into $H$
+# slices of $D/H$: head $h$ uses columns $h D/H .. (h+1) D/H$. Each head attends on its own,
+# the heads' outputs are put back side by side, and $W_o$ mixes them:
+# $\text{out} = \text{concat}_h(\text{attention}(Q_h, K_h, V_h))\, W_o$.
+#
+# The split is `Q.reshape(N, T, H, D // H).transpose(0, 2, 1, 3)`, to (N, H, T, D/H).
+# `Q.reshape(N, H, T, D // H)` has the same shape, and is wrong: it cuts the flat array
+# in the wrong place, mixing positions into heads. Part 6 measures what it does.
+#
+# ### Exercise 2.1: `multihead_attention_forward` (3 points) and `_backward` (3 points)
+#
+# No biases; `mask` as in part 1, broadcastable to (N, T, T) (a (N, T, T) mask applies to
+# every head: give it a head axis, `mask[:, None]`). The backward pass returns
+# `(dx, dWq, dWk, dWv, dWo)`.
+
+
+# %% nbgrader={"grade": false, "grade_id": "multihead_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
+def multihead_attention_forward(x, Wq, Wk, Wv, Wo, num_heads, mask=None):
+    """x (N, T, D), each W (D, D). Returns (out (N, T, D), cache)."""
+    N, T, D = x.shape
+    if D % num_heads:
+        raise ValueError(f"D = {D} does not split into {num_heads} heads")
+    ### BEGIN SOLUTION
+    dh = D // num_heads
+
+    def split(a):
+        return a.reshape(N, T, num_heads, dh).transpose(0, 2, 1, 3)
+
+    if mask is not None and np.ndim(mask) == 3:
+        mask = np.asarray(mask)[:, None]  # the same mask for every head
+    heads, attention_cache = attention_forward(split(x @ Wq), split(x @ Wk), split(x @ Wv), mask)
+    merged = heads.transpose(0, 2, 1, 3).reshape(N, T, D)
+    return merged @ Wo, (x, Wq, Wk, Wv, Wo, attention_cache, merged)
+    ### END SOLUTION
+
+
+#| export
+def multihead_attention_backward(dout, cache):
+    """Returns (dx, dWq, dWk, dWv, dWo)."""
+    ### BEGIN SOLUTION
+    x, Wq, Wk, Wv, Wo, attention_cache, merged = cache
+    N, T, D = x.shape
+    num_heads = attention_cache[0].shape[1]
+    dWo = merged.reshape(-1, D).T @ dout.reshape(-1, D)
+    dheads = (dout @ Wo.T).reshape(N, T, num_heads, D // num_heads).transpose(0, 2, 1, 3)
+    dq, dk, dv = (
+        g.transpose(0, 2, 1, 3).reshape(N * T, D)
+        for g in attention_backward(dheads, attention_cache)
+    )
+    flat = x.reshape(N * T, D)
+    dx = (dq @ Wq.T + dk @ Wk.T + dv @ Wv.T).reshape(N, T, D)
+    return dx, flat.T @ dq, flat.T @ dk, flat.T @ dv, dWo
+    ### END SOLUTION
+
+
+# %% [markdown]
+# **Check it**: one head is plain attention on the projections; every gradient against
+# centred differences, with 3 heads and a causal mask; causality by perturbation.
+
+
+# %%
+def mha_weights(D, seed):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((D, D)) / np.sqrt(D) for _ in range(4)]
+
+
+with check_it("Exercise 2.1"):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 5, 6))
+    Wq, Wk, Wv, Wo = mha_weights(6, 3)
+    one_head = multihead_attention_forward(x, Wq, Wk, Wv, Wo, 1)[0]
+    plain = attention_forward(x @ Wq, x @ Wk, x @ Wv)[0] @ Wo
+    assert np.allclose(one_head, plain), "with one head: attention(x Wq, x Wk, x Wv) Wo"
+    out, cache = multihead_attention_forward(x, Wq, Wk, Wv, Wo, 3, causal_mask(5))
+    dout = rng.standard_normal(out.shape)
+    grads = multihead_attention_backward(dout, cache)
+    inputs = {"x": x, "Wq": Wq, "Wk": Wk, "Wv": Wv, "Wo": Wo}
+    for (name, value), grad in zip(inputs.items(), grads, strict=True):
+
+        def f(changed, name=name):
+            args = {**inputs, name: changed}
+            return multihead_attention_forward(**args, num_heads=3, mask=causal_mask(5))[0]
+
+        error = gradient_error(f, value, grad, dout)
+        print(f"d{name:<3} relative error {error:.1e}")
+        assert error < 1e-6, f"d{name}: relative error {error:.1e}, above 1e-6"
+    later = x.copy()
+    later[:, 3:] += 1.0
+    moved = multihead_attention_forward(later, Wq, Wk, Wv, Wo, 3, causal_mask(5))[0]
+    shift = np.abs(moved - out)[:, :3].max()
+    print(f"inputs after position 2 changed: outputs 0..2 move by {shift:.1e}")
+    assert np.abs(moved - out)[:, :3].max() < 1e-12, "an output depends on a later position"
+
+# %% nbgrader={"grade": true, "grade_id": "multihead_forward", "locked": true, "points": 3, "schema_version": 3, "solution": false}
+# Hidden check (3 points): outputs for several sizes and numbers of heads (a square case
+# N = T), no mask, a causal mask and a (N, T, T) mask; causality by perturbation; without
+# a mask, permutation equivariance (permuting the positions of x permutes the output).
+### BEGIN HIDDEN TESTS
+from course.grading import check
+
+check("multihead_forward", globals())
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade": true, "grade_id": "multihead_backward", "locked": true, "points": 3, "schema_version": 3, "solution": false}
+# Hidden check (3 points): dx and every dW with random upstream gradients, against
+# reference values and centred differences of your own forward pass.
+### BEGIN HIDDEN TESTS
+from course.grading import check
+
+check("multihead_backward", globals())
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 3 · Positions
+#
+# Nothing above knows where a token is: permute the positions of $x$ and, without a
+# mask, the output is permuted the same way (the hidden check of 2.1 grades it). The
+# sinusoidal encoding of Vaswani et al. (2017) adds to each position $p$ a vector of
+# sines and cosines of geometrically spaced frequencies,
+#
+# $$PE_{p, 2i} = \sin\big(p\, /\, 10000^{2i/D}\big), \qquad
+# PE_{p, 2i+1} = \cos\big(p\, /\, 10000^{2i/D}\big).$$
+#
+# ### Exercise 3.1: `positional_encoding` (1 point)
+#
+# `positional_encoding(T, D)` returns the (T, D) array: sines in the even columns, cosines
+# in the odd ones, column pair $i$ at frequency $1 / 10000^{2i/D}$.
+
+
+# %% nbgrader={"grade": false, "grade_id": "positional_encoding_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
+def positional_encoding(T, D):
+    """(T, D): sin on even columns, cos on odd columns."""
+    ### BEGIN SOLUTION
+    angles = np.arange(T)[:, None] / 10000 ** (np.arange(0, D, 2) / D)
+    pe = np.zeros((T, D))
+    pe[:, 0::2] = np.sin(angles)
+    pe[:, 1::2] = np.cos(angles[:, : D // 2])
+    return pe
+    ### END SOLUTION
+
+
+# %% [markdown]
+# **Check it**: position 0 is $(0, 1, 0, 1, \dots)$, every entry in $[-1, 1]$, and the
+# encodings drawn: fast columns on the left, slow ones on the right.
+
+# %%
+with check_it("Exercise 3.1"):
+    pe = positional_encoding(50, 16)
+    assert pe.shape == (50, 16), f"shape {pe.shape}, expected (T, D)"
+    assert np.allclose(pe[0], np.tile([0.0, 1.0], 8)), "position 0 is sin 0 = 0, cos 0 = 1"
+    assert np.allclose(pe[1, :2], [np.sin(1), np.cos(1)]), "column pair 0 has frequency 1"
+    fig, ax = plt.subplots(figsize=(7, 2.6), layout="constrained")
+    image = ax.imshow(pe.T, aspect="auto", cmap="RdBu")
+    ax.set(
+        xlabel="position p",
+        ylabel="column",
+        title="Each column pair turns slower: position in every scale",
+    )
+    fig.colorbar(image)
+    plt.show()
+
+# %% nbgrader={"grade": true, "grade_id": "positional_encoding", "locked": true, "points": 1, "schema_version": 3, "solution": false}
+# Hidden check (1 point): values for T > D, T < D and T = D.
+### BEGIN HIDDEN TESTS
+from course.grading import check
+
+check("positional_encoding", globals())
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 4 · A pre-LN transformer block, and a tiny transformer
+#
+# A block adds to its input (the **residual stream**) what attention reads, then what a
+# small MLP computes, each from a layer-normalised copy (**pre-LN**, as in GPT-2; the
+# original transformer normalised after the addition instead):
+#
+# $$h = x + \text{MHA}(\text{LN}_1(x)), \qquad
+# \text{out} = h + \text{relu}(\text{LN}_2(h)\, W_1 + b_1)\, W_2 + b_2 .$$
+#
+# Your 05 layer norm takes (N, D): reshape (N, T, D) to (N T, D) and back.
+#
+# ### Exercise 4.1: `block_forward` and `block_backward` (4 points)
+#
+# `params` holds `ln1_gamma`, `ln1_beta`, `Wq`, `Wk`, `Wv`, `Wo`, `ln2_gamma`, `ln2_beta`,
+# `W1` (D, F), `b1` (F,), `W2` (F, D), `b2` (D,). `block_forward(x, params, num_heads,
+# mask=None)` returns `(out, cache)`; `block_backward(dout, cache)` returns
+# `(dx, grads)`, `grads` a dict with the same keys as `params`. The residual passes
+# gradients straight through: $dx$ is $dh$ plus what comes back through attention.
+
+
+# %% nbgrader={"grade": false, "grade_id": "block_solution", "locked": false, "schema_version": 3, "solution": true}
+#| export
+def block_forward(x, params, num_heads, mask=None):
+    """Pre-LN block on x (N, T, D). Returns (out (N, T, D), cache)."""
+    ### BEGIN SOLUTION
+    N, T, D = x.shape
+    p = params
+    a, ln1 = layernorm_forward(x.reshape(N * T, D), p["ln1_gamma"], p["ln1_beta"], {})
+    attended, mha = multihead_attention_forward(
+        a.reshape(N, T, D), p["Wq"], p["Wk"], p["Wv"], p["Wo"], num_heads, mask
+    )
+    h = x + attended
+    b, ln2 = layernorm_forward(h.reshape(N * T, D), p["ln2_gamma"], p["ln2_beta"], {})
+    z = b @ p["W1"] + p["b1"]
+    r = np.maximum(z, 0)
+    out = h + (r @ p["W2"] + p["b2"]).reshape(N, T, D)
+    return out, (p, ln1, mha, ln2, b, z, r)
+    ### END SOLUTION
+
+
+#| export
+def block_backward(dout, cache):
+    """Returns (dx, grads), grads keyed as params."""
+    ### BEGIN SOLUTION
+    p, ln1, mha, ln2, b, z, r = cache
+    N, T, D = dout.shape
+    flat = dout.reshape(N * T, D)
+    grads = {"W2": r.T @ flat, "b2": flat.sum(axis=0)}
+    dz = (flat @ p["W2"].T) * (z > 0)
+    grads["W1"], grads["b1"] = b.T @ dz, dz.sum(axis=0)
+    db, grads["ln2_gamma"], grads["ln2_beta"] = layernorm_backward(dz @ p["W1"].T, ln2)
+    dh = dout + db.reshape(N, T, D)
+    da, grads["Wq"], grads["Wk"], grads["Wv"], grads["Wo"] = multihead_attention_backward(dh, mha)
+    dx, grads["ln1_gamma"], grads["ln1_beta"] = layernorm_backward(da.reshape(N * T, D), ln1)
+    return dh + dx.reshape(N, T, D), grads
+    ### END SOLUTION
+
+
+# %% [markdown]
+# **Check it**: every gradient against centred differences (a causal mask, 2 heads), and
+# causality through the whole block.
+
+
+# %%
+def block_params(D, F, seed, scale=1.0):
+    """A block's parameters: weights of variance scale / fan-in, layer norms at 1 and 0."""
+    rng = np.random.default_rng(seed)
+
+    def draw(fan_in, shape):
+        return rng.standard_normal(shape) * np.sqrt(scale / fan_in)
+
+    return {
+        "ln1_gamma": np.ones(D), "ln1_beta": np.zeros(D),
+        "Wq": draw(D, (D, D)), "Wk": draw(D, (D, D)), "Wv": draw(D, (D, D)), "Wo": draw(D, (D, D)),
+        "ln2_gamma": np.ones(D), "ln2_beta": np.zeros(D),
+        "W1": draw(D, (D, F)), "b1": np.zeros(F), "W2": draw(F, (F, D)), "b2": np.zeros(D),
+    }  # fmt: skip
+
+
+with check_it("Exercise 4.1"):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 5, 4))
+    params = block_params(4, 7, seed=5)
+    params = {k: v + 0.1 * rng.standard_normal(v.shape) for k, v in params.items()}
+    out, cache = block_forward(x, params, 2, causal_mask(5))
+    dout = rng.standard_normal(out.shape)
+    dx, grads = block_backward(dout, cache)
+    assert sorted(grads) == sorted(params), f"grads has keys {sorted(grads)}"
+    errors = {
+        "x": gradient_error(lambda v: block_forward(v, params, 2, causal_mask(5))[0], x, dx, dout)
+    }
+    for name in params:
+
+        def f(value, name=name):
+            return block_forward(x, {**params, name: value}, 2, causal_mask(5))[0]
+
+        errors[name] = gradient_error(f, params[name], grads[name], dout)
+    worst = max(errors, key=errors.get)
+    print(f"worst relative error {errors[worst]:.1e} (d{worst}) over {len(errors)} gradients")
+    assert errors[worst] < 1e-6, f"d{worst}: relative error {errors[worst]:.1e}, above 1e-6"
+    later = x.copy()
+    later[:, 3:] -= 2.0
+    moved = block_forward(later, params, 2, causal_mask(5))[0]
+    shift = np.abs(moved - out)[:, :3].max()
+    print(f"inputs after position 2 changed: outputs 0..2 move by {shift:.1e}")
+    assert np.abs(moved - out)[:, :3].max() < 1e-12, "an output depends on a later position"
+
+# %% nbgrader={"grade": true, "grade_id": "block", "locked": true, "points": 4, "schema_version": 3, "solution": false}
+# Hidden check (4 points): the block's output and every gradient for several sizes (F !=
+# D), with and without a causal mask, against reference values and centred differences of
+# your own forward pass; causality through the block.
+### BEGIN HIDDEN TESTS
+from course.grading import check
+
+check("block", globals())
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### The task: copy a sequence
+#
+# Each example is $L$ random symbols out of $V$, a separator, then the same $L$ symbols
+# again: `3 1 4 1 5 | 3 1 4 1 5`. The model reads it left to right and predicts each next
+# token; the loss counts only the copy (after the separator), where each answer is
+# determined by what came before. Predicting the copy's symbol $j$ means finding the
+# $j$-th symbol of the first half: attention to the position $L$ steps back.
+#
+# ### The tiny transformer (given)
+#
+# Token embeddings plus (optionally) your positional encoding, blocks with the causal
+# mask, a last layer norm, then a linear map to the $V + 1$ scores (its weights start
+# small, of standard deviation 0.02, as in GPT-2), and the mean cross-entropy over the
+# copy. Its backward pass runs through your functions; the
+# embedding's gradient adds up the rows of the tokens used.
+
+
+# %% nbgrader={"grade": false, "grade_id": "tiny_transformer", "locked": true, "schema_version": 3, "solution": false}
+class TinyTransformer:
+    """Decoder-only: embed (+ positions) -> blocks (causal) -> layer norm -> scores."""
+
+    def __init__(self, vocab, D, num_heads, num_blocks, positions=True, mask=causal_mask, seed=0):
+        rng = np.random.default_rng(seed)
+        self.num_heads, self.num_blocks, self.positions, self.mask = (
+            num_heads, num_blocks, positions, mask
+        )  # fmt: skip
+        self.params = {"embed": rng.standard_normal((vocab, D))}
+        for i in range(num_blocks):
+            for name, value in block_params(D, 4 * D, seed=int(rng.integers(1 << 30))).items():
+                self.params[f"{i}.{name}"] = value
+        self.params.update(
+            lnf_gamma=np.ones(D), lnf_beta=np.zeros(D),
+            W_out=0.02 * rng.standard_normal((D, vocab)), b_out=np.zeros(vocab),
+        )  # fmt: skip
+
+    def scores(self, tokens):
+        """Scores (N, T, vocab) for tokens (N, T), and what the backward pass needs."""
+        N, T = tokens.shape
+        x = self.params["embed"][tokens]
+        if self.positions:
+            x = x + positional_encoding(T, x.shape[-1])
+        mask, caches = self.mask(T), []
+        for i in range(self.num_blocks):
+            block = {k.split(".", 1)[1]: v for k, v in self.params.items() if k.startswith(f"{i}.")}
+            x, cache = block_forward(x, block, self.num_heads, mask)
+            caches.append(cache)
+        D = x.shape[-1]
+        f, lnf = layernorm_forward(
+            x.reshape(N * T, D), self.params["lnf_gamma"], self.params["lnf_beta"], {}
+        )
+        scores = f @ self.params["W_out"] + self.params["b_out"]
+        return scores.reshape(N, T, -1), (tokens, caches, f, lnf)
+
+    def loss(self, tokens, targets, weights):
+        """Weighted mean cross-entropy of targets (N, T); returns (loss, grads)."""
+        scores, (tokens, caches, f, lnf) = self.scores(tokens)
+        N, T, V = scores.shape
+        probs = softmax(scores.reshape(N * T, V))
+        w = (weights / weights.sum()).reshape(-1)
+        rows, flat_targets = np.arange(N * T), targets.reshape(-1)
+        loss = -np.sum(w * np.log(probs[rows, flat_targets]))
+        dscores = probs
+        dscores[rows, flat_targets] -= 1
+        dscores *= w[:, None]
+        grads = {"W_out": f.T @ dscores, "b_out": dscores.sum(axis=0)}
+        df, grads["lnf_gamma"], grads["lnf_beta"] = layernorm_backward(
+            dscores @ self.params["W_out"].T, lnf
+        )
+        dx = df.reshape(N, T, -1)
+        for i in reversed(range(self.num_blocks)):
+            dx, block_grads = block_backward(dx, caches[i])
+            grads.update({f"{i}.{k}": v for k, v in block_grads.items()})
+        grads["embed"] = np.zeros_like(self.params["embed"])
+        np.add.at(grads["embed"], tokens, dx)
+        return loss, grads
+
+
+def copy_batch(rng, N, L, V):
+    """N copy examples of L symbols out of V (the separator is symbol V): inputs, the next
+    tokens, and weights that count the copy only."""
+    first = rng.integers(0, V, (N, L))
+    sequence = np.concatenate([first, np.full((N, 1), V), first], axis=1)
+    weights = np.zeros((N, 2 * L))
+    weights[:, L:] = 1.0
+    return sequence[:, :-1], sequence[:, 1:], weights
+
+
+def train(model, steps, L, V, learning_rate=3e-3, batch=32, seed=0, update=None, desc=None):
+    """Adam (yours, unless `update` is given) on fresh copy batches; the loss per step."""
+    update = update or adam
+    rng = np.random.default_rng(seed)
+    configs = {name: {"learning_rate": learning_rate} for name in model.params}
+    losses = []
+    for _ in tqdm(range(steps), desc=desc, leave=False, disable=desc is None):
+        loss, grads = model.loss(*copy_batch(rng, batch, L, V))
+        for name in model.params:
+            model.params[name], configs[name] = update(
+                model.params[name], grads[name], configs[name]
+            )
+        losses.append(float(loss))
+    return np.array(losses)
+
+
+def copy_accuracy(model, L, V, N=200, seed=123):
+    """Share of copied symbols right when the model writes the copy itself, greedily."""
+    first = np.random.default_rng(seed).integers(0, V, (N, L))
+    sequence = np.concatenate([first, np.full((N, 1), V)], axis=1)
+    for _ in range(L):
+        scores = model.scores(sequence)[0][:, -1, :V]
+        sequence = np.concatenate([sequence, scores.argmax(axis=1)[:, None]], axis=1)
+    return float(np.mean(sequence[:, L + 1 :] == first))
+
+
+# %% [markdown]
+# ### Exercise 4.2: train it (3 points, graded by its loss curve)
+#
+# Nothing to write if your block is right: the cell below trains one block of width 32
+# with 4 heads on copies of $L = 6$ symbols out of $V = 8$, with your Adam, and the hidden
+# check trains the same model on hidden sizes from a fixed initialisation and compares
+# its loss at every step with the reference curve. Chance is $\log V$; the cell prints
+# where the loss ends and how many copied symbols the model gets right when it writes the
+# copy itself.
+
+# %%
+L, V = 6, 8
+model = TinyTransformer(V + 1, 32, 4, 1, seed=0)
+losses = train(model, 250, L, V, desc="training the tiny transformer")
+fig, ax = plt.subplots(figsize=(6.5, 3.2), layout="constrained")
+ax.semilogy(losses)
+ax.axhline(np.log(V), color="gray", ls=":", label="chance, log V")
+ax.set(xlabel="Adam step", ylabel="loss on the copy", title="Does the loss fall far below chance?")
+ax.legend()
+plt.show()
+print(f"loss at step 0 {losses[0]:.3f}, at the end {losses[-10:].mean():.4f}")
+print(f"copied symbols right, written by the model itself: {copy_accuracy(model, L, V):.1%}")
+
+# %% nbgrader={"grade": true, "grade_id": "transformer_training", "locked": true, "points": 3, "schema_version": 3, "solution": false}
+# Hidden check (3 points): the tiny transformer on hidden sizes, from a fixed
+# initialisation, trained with a fixed Adam; its loss at every step against the
+# reference curve (relative band 1e-6), with and without positions.
+### BEGIN HIDDEN TESTS
+from course.grading import check
+
+check("transformer_training", globals())
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 5 · Predict, then measure
+#
+# Two predictions to write down **before** running the experiments below (2 points), as
+# small functions of the setting (each accepted within 2%):
+#
+# 1. `predicted_score_std(d)`: $q$ and $k$ have $d$ independent entries of mean 0 and
+#    variance 1. What is the standard deviation of $q \cdot k$, unscaled? Below: $d = 64$.
+# 2. `predicted_initial_loss(K)`: the tiny transformer's last weights start near 0, so
+#    its first scores are nearly equal over its $K$ tokens. What is its cross-entropy
+#    then? Below: $K = V + 1 = 9$ (8 symbols and the separator), against the loss at the
+#    first step of the runs below.
+
+
+# %% nbgrader={"grade": false, "grade_id": "predictions_solution", "locked": false, "schema_version": 3, "solution": true}
+def predicted_score_std(d):
+    """Standard deviation of q . k for q, k with d independent entries of variance 1."""
+    ### BEGIN SOLUTION
+    return np.sqrt(d)
+    ### END SOLUTION
+
+
+def predicted_initial_loss(K):
+    """Cross-entropy of a uniform guess over K tokens."""
+    ### BEGIN SOLUTION
+    return np.log(K)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "attention_predictions", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+# Hidden check (2 points): each prediction within its band, for hidden d and K.
+### BEGIN HIDDEN TESTS
+from course.grading import check
+
+check("attention_predictions", globals())
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ## 6 · The leaks, measured
+#
+# ### The $1/\sqrt d$ scale
+#
+# Your prediction 1, then measured: the spread of $q \cdot k$ grows as $\sqrt d$. Unscaled,
+# the softmax of such scores is nearly one-hot as $d$ grows: its **entropy** falls towards
+# 0 (uniform attention over $T$ keys has entropy $\log T$), and its gradient vanishes,
+# since $p(1-p) \to 0$. Measured over random $q$, $k$ with $T = 16$ keys:
+
+
+# %%
+def spread(values, digits=3, percent=False):
+    """mean ± std of a measurement over seeds, as text."""
+    kind = "%" if percent else "f"
+    return f"{np.mean(values):.{digits}{kind}} ± {np.std(values):.{digits}{kind}}"
+
+
+rng = np.random.default_rng(6)
+q64, k64 = rng.standard_normal((2000, 64)), rng.standard_normal((2000, 64))
+score_std = np.sum(q64 * k64, axis=1).std()
+print(f"d = 64: std of q . k {score_std:.2f} (you predicted {predicted_score_std(64):.2f})")
+
+
+def attention_statistics(d, scaled, T=16, N=200, seed=0):
+    """Mean entropy of the attention rows, mean largest weight, and the size of the
+    gradient of the scores (through the softmax, for a random upstream gradient)."""
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.standard_normal((N, T, d)) for _ in range(3))
+    scale = 1 / np.sqrt(d) if scaled else 1.0
+    p = softmax(q @ np.swapaxes(k, -1, -2) * scale)
+    entropy = -np.sum(p * np.log(np.maximum(p, 1e-300)), axis=-1).mean()
+    dp = rng.standard_normal(p.shape)
+    ds = p * (dp - np.sum(dp * p, axis=-1, keepdims=True))
+    return entropy, p.max(axis=-1).mean(), np.abs(ds).mean()
+
+
+dims = (4, 16, 64, 256, 1024)
+table = {
+    scaled: np.array([[attention_statistics(d, scaled, seed=s) for d in dims] for s in range(3)])
+    for scaled in (True, False)
+}
+for scaled, runs in table.items():
+    entropies = [f"d {d} {spread(runs[:, i, 0], 2)}" for i, d in enumerate(dims)]
+    print(f"{'scaled' if scaled else 'unscaled':>8} entropy:", ", ".join(entropies))
+print(f"uniform attention over 16 keys: entropy log 16 = {np.log(16):.2f}")
+
+
+def explore_scale(log2_d=6, scaled=False):
+    d = 2**log2_d
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3), layout="constrained")
+    rng = np.random.default_rng(1)
+    q, k = rng.standard_normal((16, d)), rng.standard_normal((16, d))
+    p = softmax(q @ k.T / (np.sqrt(d) if scaled else 1.0))
+    ax1.imshow(p, vmin=0, vmax=1, cmap="viridis")
+    ax1.set(
+        xlabel="key",
+        ylabel="query",
+        title=f"d = {d}, {'scaled' if scaled else 'unscaled'}: one-hot rows?",
+    )
+    ents = [attention_statistics(2**i, scaled, N=50)[0] for i in range(1, 11)]
+    ax2.plot([2**i for i in range(1, 11)], ents, marker="o")
+    ax2.axhline(np.log(16), color="gray", ls=":", label="uniform, log 16")
+    ax2.set(
+        xscale="log",
+        xlabel="d",
+        ylabel="attention entropy",
+        title="Entropy against d: does it stay up?",
+    )
+    ax2.legend()
+    plt.show()
+    print(f"d = {d}: mean largest weight {p.max(axis=1).mean():.3f}")
+
+
+_ = explore_plot(
+    explore_scale,
+    log2_d=widgets.IntSlider(value=6, min=1, max=10),
+    scaled=widgets.Checkbox(value=False, description="divide by sqrt(d)"),
+)
+
+# %% [markdown]
+# The rows above: scaled, the entropy is the same whatever $d$ (the scaled scores have
+# unit spread); unscaled, it falls towards 0 as $d$ grows, and the gradient through the
+# softmax with it (printed below), so that a wide model without the scale learns slowly
+# from the start.
+
+# %%
+for scaled, runs in table.items():
+    print(f"{'scaled' if scaled else 'unscaled':>8}: mean |gradient of the scores|",
+          ", ".join(f"d {d} {runs[:, i, 2].mean():.1e}" for i, d in enumerate(dims)))  # fmt: skip
+
+# %% [markdown]
+# ### A fully masked row, and $-10^9$ in place of $-\infty$
+#
+# A query that may attend to nothing (a padding position, say) has every score at
+# $-\infty$: the softmax computes $-\infty - (-\infty)$, which is NaN, and NaN then spreads
+# through every gradient. Many libraries write a large negative constant instead. Then no
+# NaN: the row gets a **uniform** average of the values it was forbidden to see, silently.
+# And in float16, whose largest number is 65504, $-10^9$ rounds to $-\infty$ and the NaN is
+# back. Measured on one query and three keys, all masked:
+
+# %%
+scores = np.array([[0.3, -1.2, 2.0]])
+values = np.array([[1.0], [2.0], [6.0]])
+for label, fill, dtype in (
+    ("-inf, float64", -np.inf, np.float64),
+    ("-1e9, float64", -1e9, np.float64),
+    ("-1e9, float16", -1e9, np.float16),
+    ("-1e4, float16", -1e4, np.float16),
+):
+    with np.errstate(invalid="ignore", over="ignore"):
+        masked = np.where(np.zeros_like(scores, dtype=bool), scores, fill).astype(dtype)
+        weights = softmax(masked)
+    output = (weights @ values.astype(dtype))[0, 0]
+    print(f"{label:>14}: fill stored as {masked[0, 0]}, weights {weights[0]}, output {output}")
+
+# %% [markdown]
+# The cure is to decide what a fully masked row means (usually: output 0, and no
+# gradient) and to make sure no real query is fully masked; a causal mask never is, since
+# a query always sees itself.
+#
+# ### The head split: the same shapes, different maths
+#
+# `Q.reshape(N, H, T, D // H)` in place of the reshape and transpose of part 2 gives the
+# same shapes, and no error. It cuts the flat rows of $Q$ into heads: a "head" now holds
+# pieces of several positions. Measured against your function: how far the outputs
+# differ; whether, with a causal mask, outputs up to $t$ still ignore the inputs after
+# $t$; and whether, without a mask, permuting the positions of $x$ permutes the output.
+
+
+# %%
+def wrong_split_forward(x, Wq, Wk, Wv, Wo, num_heads, mask=None):
+    N, T, D = x.shape
+    q, k, v = ((x @ W).reshape(N, num_heads, T, D // num_heads) for W in (Wq, Wk, Wv))
+    heads, _ = attention_forward(q, k, v, mask)
+    return heads.reshape(N, T, D) @ Wo
+
+
+rng = np.random.default_rng(7)
+x = rng.standard_normal((4, 8, 16))
+later = x.copy()
+later[:, 4:] += 1.0
+order = rng.permutation(8)
+weights = mha_weights(16, 8)
+splits = {
+    "your split": lambda *a: multihead_attention_forward(*a)[0],
+    "wrong reshape": wrong_split_forward,
+}
+for name, forward in splits.items():
+    out = forward(x, *weights, 4, causal_mask(8))
+    moved = np.abs(forward(later, *weights, 4, causal_mask(8)) - out)[:, :4].max()
+    permuted = np.abs(forward(x[:, order], *weights, 4) - forward(x, *weights, 4)[:, order]).max()
+    print(
+        f"{name:>13}: shape {out.shape}; outputs 0..3 move by {moved:.1e} when inputs 4..7",
+        f"change; permutation equivariance off by {permuted:.1e}",
+    )
+right = multihead_attention_forward(x, *weights, 4, causal_mask(8))[0]
+wrong = wrong_split_forward(x, *weights, 4, causal_mask(8))
+print(f"the two differ by up to {np.abs(wrong - right).max():.2f}")
+
+# %% [markdown]
+# Here the wrong split keeps the shapes and, as the first line shows, even causality:
+# each "head" holds consecutive positions in order, so the mask still only looks back.
+# But it is another function: its outputs differ, and without a mask it is no longer
+# permutation equivariant (positions are mixed inside a head). A shape check and a
+# gradient check (it is a consistent function) both pass; reference values and the
+# equivariance test catch it.
+#
+# ### No positions: order cannot be learnt
+#
+# First, the symmetry: without positions and without a mask, a block is **permutation
+# equivariant**: shuffle the positions of the input, and the output is shuffled the same
+# way. Measured with your block:
+
+# %%
+rng = np.random.default_rng(8)
+x = rng.standard_normal((2, 7, 8))
+params = block_params(8, 16, seed=9)
+order = rng.permutation(7)
+pe = positional_encoding(7, 8)
+for label, added in (("without positions", 0.0), ("with positions added", pe)):
+    permuted_out = block_forward(x[:, order] + added, params, 2)[0]
+    out_permuted = block_forward(x + added, params, 2)[0][:, order]
+    gap = np.abs(permuted_out - out_permuted).max()
+    print(f"{label:>20}: |block(x[:, order]) - block(x)[:, order]| up to {gap:.1e}")
+
+# %% [markdown]
+# With the causal mask a one-block model sees, at each position, the current token and
+# an average over the earlier ones that does not depend on their order: it can tell which
+# symbols were in the first half, not in which order. So without positions the copy's
+# symbol $j$ is a guess among the symbols not yet copied. Three seeds each, same budget:
+# your prediction 2 against the loss at the first step, then the final loss and the
+# copied symbols written right.
+
+# %%
+SEEDS, STEPS, BATCH = (0, 1, 2), 120, 16
+runs, curves = {}, {}
+for positions in (True, False):
+    results, curves[positions] = [], []
+    for seed in tqdm(SEEDS, desc=f"positions {positions}"):
+        m = TinyTransformer(V + 1, 32, 4, 1, positions=positions, seed=seed)
+        curve = train(m, STEPS, L, V, batch=BATCH, seed=seed)
+        curves[positions].append(curve)
+        results.append((curve[0], curve[-10:].mean(), copy_accuracy(m, L, V)))
+    runs[positions] = np.array(results)
+first = np.concatenate([r[:, 0] for r in runs.values()])
+print(f"first-step loss {spread(first)} (you predicted {predicted_initial_loss(V + 1):.3f})")
+for positions, r in runs.items():
+    words = "with" if positions else "without"
+    print(
+        f"{words} positions: final loss {spread(r[:, 1])}, copied right {spread(r[:, 2], 1, True)}"
+    )
+
+# %% [markdown]
+# ### A causal mask off by one: a loss too good to be true
+#
+# `np.tril(ones, k=1)` in place of `np.tril(ones)` lets position $t$ see position
+# $t + 1$, which is the token it has to predict. Training finds the shortcut, and the
+# training loss falls faster than with the right mask. But when the model writes the copy
+# itself, the next token is not there to be read. Same three seeds and budget:
+
+
+# %%
+def off_by_one(T):
+    return np.tril(np.ones((T, T), dtype=bool), k=1)
+
+
+leaky, curves["off by one"] = [], []
+for seed in tqdm(SEEDS, desc="off-by-one mask"):
+    m = TinyTransformer(V + 1, 32, 4, 1, mask=off_by_one, seed=seed)
+    curve = train(m, STEPS, L, V, batch=BATCH, seed=seed)
+    curves["off by one"].append(curve)
+    leaky.append((curve[:40].mean(), curve[-10:].mean(), copy_accuracy(m, L, V)))
+leaky = np.array(leaky)
+right = np.array([(c[:40].mean(), c[-10:].mean()) for c in curves[True]])
+fig, ax = plt.subplots(figsize=(6.5, 3.2), layout="constrained")
+for label, key in (
+    ("right mask", True),
+    ("mask off by one", "off by one"),
+    ("no positions", False),
+):
+    runs_of = np.array(curves[key])
+    ax.plot(runs_of.mean(0), label=label)
+    ax.fill_between(range(STEPS), runs_of.min(0), runs_of.max(0), alpha=0.2)
+ax.set(yscale="log", xlabel="Adam step", ylabel="training loss (3 seeds)",
+       title="The off-by-one mask trains fastest: is it learning the task?")  # fmt: skip
+ax.legend()
+plt.show()
+for label, r in (("off-by-one mask", leaky), ("right mask", right)):
+    print(f"{label:>15}: training loss, mean of the first 40 steps {spread(r[:, 0])},", end=" ")
+    print(f"final {spread(r[:, 1], 4)}")
+print("copied right when the model writes the copy:", end=" ")
+print(f"off by one {spread(leaky[:, 2], 1, True)}, right mask {spread(runs[True][:, 2], 1, True)}")
+
+# %% [markdown]
+# A training (or validation) loss computed with the same leaky mask looks excellent; only
+# generation, where the future does not exist yet, or a causality test by perturbation
+# shows the leak.
+#
+# ## What to take away
+#
+# - Attention is a softmax over $q \cdot k$: scale by $1/\sqrt d$ or it saturates as the
+#   width grows, and its gradients vanish.
+# - Attention is blind to order; positions must be added, and without them a model
+#   cannot learn what depends on order.
+# - Masks are where attention leaks: off by one, the model reads the answer; fully
+#   masked, a row is NaN, or silently uniform with a large negative constant, and NaN
+#   again in float16. Test causality by perturbation, not by shapes.
+# - Not measured here yet (left for a later version of this assignment): pre-LN against
+#   post-LN with and without warm-up, weight decay on biases and layer norm, the dtype
+#   panel, and the comparison with 07's LSTM.
