@@ -31,7 +31,7 @@ LAYERS = [
     # 2: nbgrader integration.
     {"course.grader.nbgrader_ext", "course.grader.sandbox", "course.grader.kernel_client",
      "course.grader.inputs", "course.grader.nbgrader_internals", "course.grader.cluster",
-     "course.grader.exchange"},
+     "course.grader.exchange", "course.grader.sanitize", "course.grader.logsafe"},
     # 3: the class pipeline and authoring.
     {"course.grader.autograde", "course.grader.parallel", "course.grader.recording",
      "course.authoring", "course.authoring.*"},

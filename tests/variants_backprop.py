@@ -556,6 +556,22 @@ MUTANTS.append(
     )
 )
 
+UNRAVEL_GRADIENT = '''\
+def eval_numerical_gradient(f, x, h=1e-5):
+    """x itself, nudged in place, element by flat index (any memory order)."""
+    grad = np.empty(x.shape)
+    for i in range(x.size):
+        ix = np.unravel_index(i, x.shape)
+        saved = x[ix]
+        x[ix] = saved + h
+        up = f(x)
+        x[ix] = saved - h
+        down = f(x)
+        x[ix] = saved
+        grad[ix] = (up - down) / (2 * h)
+    return grad
+'''
+
 NDITER_GRADIENT_ARRAY = '''\
 def eval_numerical_gradient_array(f, x, df, h=1e-5):
     """CS231n's array checker."""
@@ -601,6 +617,10 @@ ALTERNATES = [
         "functions through identities", {"value_functions_solution": FUNCTIONS_BY_IDENTITIES}
     ),
     Alternate("nditer numerical gradient", {"eval_numerical_gradient_solution": NDITER_GRADIENT}),
+    Alternate(
+        "unravelled-index numerical gradient",
+        {"eval_numerical_gradient_solution": UNRAVEL_GRADIENT},
+    ),
     Alternate(
         "nditer array gradient", {"eval_numerical_gradient_array_solution": NDITER_GRADIENT_ARRAY}
     ),
