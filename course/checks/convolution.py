@@ -372,15 +372,17 @@ def probe_predictions(student, rng, out):
             student.predicted_output_shape((N, C, H, W), (F, C, HH, WW), stride, pad), dtype=float
         ),
     )
-    layers, size = int(rng.integers(2, 7)), int(rng.choice([3, 5, 7]))
+    # Three settings each, judged together: one small formula's answers are few, and a value
+    # replayed from another run must not match all three by chance.
+    fields = [(int(rng.integers(2, 9)), int(rng.choice([3, 5, 7]))) for _ in range(3)]
     out.record(
-        "field:of a stack of stride-1 layers",
-        lambda: float(student.predicted_receptive_field(layers, size)),
+        "field:of stacks of stride-1 layers",
+        lambda: np.array([student.predicted_receptive_field(n, k) for n, k in fields], float),
     )
-    HH, WW = _distinct(rng, 1, 8, 2)
-    stride = int(rng.integers(1, 3))
+    ratios = [(*_distinct(rng, 1, 8, 2), int(rng.integers(1, 3))) for _ in range(3)]
     out.record(
-        "ratio:im2col to input", lambda: float(student.predicted_im2col_ratio(HH, WW, stride))
+        "ratio:im2col to input",
+        lambda: np.array([student.predicted_im2col_ratio(h, w, s) for h, w, s in ratios], float),
     )
 
 
