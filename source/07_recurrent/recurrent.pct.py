@@ -717,9 +717,9 @@ def predicted_gradient_scale(T1, T2):
 # 200 Adam steps on batches of 16 windows of 24 characters, gradients clipped to a global
 # norm of 5, three seeds: a vanilla RNN of 48 units, and beside it an LSTM of 48 units
 # (4 times the recurrent weights) on the same batches and the same budget, with its
-# forget-gate bias $b_f$ at 0 and at 1 (part 7 comes back to it). Neither is tuned: both
-# use the RNN's learning rate. First the loss at initialisation beside your prediction;
-# the curves show the loss per character (divided by T).
+# forget-gate bias $b_f$ at 0 and at 1 (part 7 comes back to it). None is tuned for this
+# comparison: all three use `train`'s learning rate. First the loss at initialisation
+# beside your prediction; the curves show the loss per character (divided by T).
 
 # %%
 STEPS, SEEDS = 200, (0, 1, 2)
@@ -964,8 +964,9 @@ def copy_accuracy(window, symbols=60_000, N=16, H=24, seed=0):
         _, dscores = temporal_softmax_loss(scores, y[:, part], mask[:, part])
         grads = {}
         dh, grads["W_out"], grads["b_out"] = temporal_affine_backward(dscores / window, out_cache)
-        demb, _dh0, grads["Wx"], grads["Wh"], grads["b"] = rnn_backward(dh, h_cache)
-        grads["W_embed"] = word_embedding_backward(demb, emb_cache)  # _dh0: dropped
+        # The gradient into the carried state (dh0) is dropped: the truncation.
+        demb, _, grads["Wx"], grads["Wh"], grads["b"] = rnn_backward(dh, h_cache)
+        grads["W_embed"] = word_embedding_backward(demb, emb_cache)
         grads, _ = clip_grad_norm(grads, 1.0)
         for name in p:
             p[name], configs[name] = adam(p[name], grads[name], configs[name])
