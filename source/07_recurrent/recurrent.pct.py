@@ -951,7 +951,7 @@ def copy_forward(p, x, h0):
     return scores, h[:, -1], (emb_cache, h_cache, out_cache)
 
 
-def copy_accuracy(window, symbols=60_000, N=16, H=24, seed=0):
+def copy_accuracy(window, symbols=60_000, N=32, H=24, seed=0):
     """Trained with truncated BPTT in windows of `window` steps; returns the accuracy on
     the delayed symbol."""
     p = CharModel(K, D=K, H=H, seed=seed).params
