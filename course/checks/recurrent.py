@@ -31,8 +31,9 @@ ASSIGNMENT = Assignment(
     leak=(
         "the recurrent matrix's spectral radius makes gradients explode or vanish; clipping "
         "each array turns the step, the global norm does not; the forget-gate bias sets how "
-        "far memory reaches; a loss summed over time makes the sequence length a factor of "
-        "the learning rate, and a missing mask teaches the padding"
+        "far memory reaches; truncated backpropagation through time cannot learn a delay "
+        "longer than its window; a loss summed over time makes the sequence length a factor "
+        "of the learning rate, and a missing mask teaches the padding"
     ),
     slow_cells=frozenset({"char_training"}),
 )
