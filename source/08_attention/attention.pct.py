@@ -1173,8 +1173,8 @@ for label, r in decay_runs.items():
 # %% [markdown]
 # Decayed with everything, the gains end at about half their starting value and the loss
 # at the end is the highest of the three; decayed on the matrices only, the gains keep
-# their scale (decay this strong on the matrices costs some loss too: compare with no
-# decay). Look at the copied symbols, though: decay on every parameter does not copy
+# their scale and the loss ends between the two (compare the rows: decay this strong
+# is not free on the matrices either). Look at the copied symbols, though: decay on every parameter does not copy
 # fewer right. The last layer norm's gains scale the scores, so with them shrunk the model
 # is as often right but less sure; the cross-entropy charges for that, the argmax does not.
 #
@@ -1264,8 +1264,9 @@ for name, rounding in roundings.items():
           f"{at_one:.1e}; half of N(0, 1) weights change from {half:.1e}")  # fmt: skip
 
 # %% [markdown]
-# What that means for training: Adam's first step moves every entry by exactly the
-# learning rate (its $\hat m / \sqrt{\hat v}$ is $\pm 1$), and later steps by less. The
+# What that means for training: Adam's first step moves every entry by the learning
+# rate (its $\hat m / \sqrt{\hat v}$ is $\pm 1$, up to $\epsilon$), and later steps by
+# less. The
 # share of the trained tiny transformer's parameters (part 4) that a step of
 # $3 \cdot 10^{-3}$ (part 4's rate) or of $3 \cdot 10^{-4}$ would leave unchanged, if they
 # were stored in each dtype:
