@@ -1265,9 +1265,8 @@ for name, rounding in roundings.items():
 
 # %% [markdown]
 # What that means for training: Adam's first step moves every entry by the learning
-# rate (its $\hat m / \sqrt{\hat v}$ is $\pm 1$, up to $\epsilon$), and later steps by
-# less. The
-# share of the trained tiny transformer's parameters (part 4) that a step of
+# rate (its $\hat m / \sqrt{\hat v}$ is $\pm 1$, up to $\epsilon$), and later steps usually
+# by less. The share of the trained tiny transformer's parameters (part 4) that a step of
 # $3 \cdot 10^{-3}$ (part 4's rate) or of $3 \cdot 10^{-4}$ would leave unchanged, if they
 # were stored in each dtype:
 
