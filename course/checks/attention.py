@@ -29,13 +29,16 @@ ASSIGNMENT = Assignment(
         "`softmax`, `attention_forward`/`_backward` with masks, `causal_mask`, "
         "`multihead_attention_forward`/`_backward`, `positional_encoding`, a pre-LN "
         "transformer block on your 05 layer norm, a tiny decoder-only transformer trained "
-        "to copy"
+        "to copy, set against a post-LN block and your 07 LSTM"
     ),
     leak=(
         "without 1/sqrt(d) the softmax saturates as d grows; attention is blind to order "
         "without positions; a causal mask off by one makes the training loss lie; a fully "
         "masked row is NaN, or silently uniform with -1e9, and NaN again in float16; a wrong "
-        "head split keeps every shape"
+        "head split keeps every shape; a deep post-LN stack stalls without warm-up where "
+        "pre-LN trains; weight decay on the layer norms' gains shrinks them and costs loss; "
+        "float16 and (emulated) bfloat16 lose updates below eps/2 of a weight; on the same "
+        "budget the transformer copies far better than your 07 LSTM"
     ),
     slow_cells=frozenset({"transformer_training"}),
 )
