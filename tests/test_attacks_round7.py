@@ -1,0 +1,149 @@
+"""Round 7 of the attacks on the grader: each test reproduces one attack and asserts what a
+defended grader would give. A test that fails is a finding; one that passes, a defence.
+
+Most are judged in this process (`judge_in_process`, as tests/test_mutants.py does: the
+probe runs the submitted cells, the judge decides against the references), which is what
+a grading kernel does with the same code; the ones that need a real kernel say so.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from course.authoring.build import notebook_from_text
+from course.authoring.classroom import judge_in_process, mutate, solution_sources
+from course.paths import course_root
+
+
+@functools.cache
+def source_notebook(assignment: str, notebook: str):
+    text = course_root() / "source" / assignment / f"{notebook}.pct.py"
+    return notebook_from_text(text.read_text())
+
+
+def graded(assignment: str, notebook: str, answers: dict[str, str]) -> dict[str, float]:
+    return judge_in_process(source_notebook(assignment, notebook), answers)
+
+
+def solution(assignment: str, notebook: str, cell: str) -> str:
+    return solution_sources(source_notebook(assignment, notebook))[cell]
+
+
+# ------------------------------------------------------------------- 06: the grader's loops
+
+CONV_FROM_THE_GRADER = '''
+import numpy as np
+from course.checks.convolution import loop_conv_pair
+
+
+def _zeros_out(x, w, conv_param):
+    F, _, HH, WW = w.shape
+    s, p = conv_param["stride"], conv_param["pad"]
+    return np.zeros((x.shape[0], F, 1 + (x.shape[2] + 2 * p - HH) // s,
+                     1 + (x.shape[3] + 2 * p - WW) // s))
+
+
+def conv_forward_naive(x, w, b, conv_param):
+    out = loop_conv_pair(x, w, b, conv_param, _zeros_out(x, w, conv_param))[0]
+    return out, (x, w, b, conv_param)
+
+
+def conv_backward_naive(dout, cache):
+    x, w, b, conv_param = cache
+    return loop_conv_pair(x, w, b, conv_param, dout)[1:]
+'''
+
+
+def test_conv_naive_borrowed_from_the_checks_module_earns_nothing():
+    """Attack: `course.checks.convolution.loop_conv_pair` (the speed check's yardstick) is a
+    complete, correct naive convolution forward AND backward, importable in the grading
+    kernel (the course package is mounted). The submission writes no convolution at all:
+    conv_forward_naive / conv_backward_naive are three-line wrappers around it (not the
+    package's function bound to the graded name, so README item 10's identity test does
+    not see it). Earned: conv_forward_naive 3/3 and conv_backward_naive 4/4."""
+    scores = graded("06_convolution", "convolution", {"conv_naive_solution": CONV_FROM_THE_GRADER})
+    assert scores["conv_forward_naive"] < 3 and scores["conv_backward_naive"] < 4, scores
+
+
+CONV_FAST_BY_MEMO = '''
+import numpy as np
+
+
+def _loops(x, w, b, conv_param, dout=None):
+    stride, pad = conv_param["stride"], conv_param["pad"]
+    N, C, H, W = x.shape
+    F, _, HH, WW = w.shape
+    Ho, Wo = 1 + (H + 2 * pad - HH) // stride, 1 + (W + 2 * pad - WW) // stride
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    out, dxp, dw = np.zeros((N, F, Ho, Wo)), np.zeros_like(xp), np.zeros_like(w)
+    for n in range(N):
+        for f in range(F):
+            for i in range(Ho):
+                for j in range(Wo):
+                    win = (n, slice(None), slice(i * stride, i * stride + HH),
+                           slice(j * stride, j * stride + WW))
+                    out[n, f, i, j] = np.sum(xp[win] * w[f]) + b[f]
+                    if dout is not None:
+                        dw[f] += xp[win] * dout[n, f, i, j]
+                        dxp[win] += w[f] * dout[n, f, i, j]
+    if dout is None:
+        return out
+    return dxp[:, :, pad:pad + H, pad:pad + W], dw, dout.sum(axis=(0, 2, 3))
+
+
+_memo = {}
+
+
+def _key(*arrays):
+    return tuple((a.shape, np.ascontiguousarray(a).tobytes()) for a in arrays)
+
+
+def conv_forward_fast(x, w, b, conv_param):
+    """Python loops over n, f, i, j, remembered: the same inputs again cost a lookup."""
+    k = _key(x, w, b) + (conv_param["stride"], conv_param["pad"])
+    if k not in _memo:
+        _memo[k] = _loops(x, w, b, conv_param)
+    return _memo[k].copy(), (k, x, w, b, conv_param)
+
+
+def conv_backward_fast(dout, cache):
+    k, x, w, b, conv_param = cache
+    k = k + _key(dout)
+    if k not in _memo:
+        _memo[k] = _loops(x, w, b, conv_param, dout)
+    return tuple(a.copy() for a in _memo[k])
+'''
+
+
+def test_conv_fast_speed_not_earned_by_remembering_the_answer():
+    """Attack: the speed check times the same x, w, b, dout over and over (the fast pair once,
+    then 3 rounds of 5 calls), and takes the fastest. A "fast" pair that is the naive
+    Python loops over n, f, i, j plus a dictionary keyed by the inputs' bytes pays the loops
+    once and a lookup afterwards. Earned: conv_fast 4/4 (expected: its values are right)
+    and conv_fast_speed 2/2 with no vectorisation at all."""
+    scores = graded("06_convolution", "convolution", {"conv_fast_solution": CONV_FAST_BY_MEMO})
+    assert scores["conv_fast_speed"] < 2, scores
+
+
+# ------------------------------------------------------------------- 05: dropout in the net
+
+
+def test_finished_net_that_ignores_dropout_loses_points():
+    """Wrong implementation: FullyConnectedNet that never applies dropout (neither forward
+    nor backward: `dropout_keep_ratio` is accepted and ignored). finished_net judges the
+    dropout settings only by test-mode scores (dropout off: right) and by the gradient's
+    agreement with the student's own train-mode loss (consistent: there is no dropout in
+    either). Earned: finished_net 4/4 (every other check full too)."""
+    code = solution("05_normalisation", "normalisation", "fully_connected_net_solution")
+    code = mutate(
+        code,
+        "            if self.use_dropout:\n                out, drop_cache",
+        "            if False:\n                out, drop_cache",
+    )
+    code = mutate(
+        code,
+        "            if self.use_dropout:\n                dout = dropout_backward",
+        "            if False:\n                dout = dropout_backward",
+    )
+    scores = graded("05_normalisation", "normalisation", {"fully_connected_net_solution": code})
+    assert scores["finished_net"] < 4, scores
