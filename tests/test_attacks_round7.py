@@ -147,3 +147,43 @@ def test_finished_net_that_ignores_dropout_loses_points():
     )
     scores = graded("05_normalisation", "normalisation", {"fully_connected_net_solution": code})
     assert scores["finished_net"] < 4, scores
+
+
+# ------------------------------------------------------------------- feedback: picture sizes
+
+PICTURE_WITH_A_HANDLER = """
+from IPython.display import display
+display(
+    {"image/png": "AAAA", "text/plain": "my figure"},
+    metadata={"image/png": {"width": "1 onerror=document.title='pwned-by-student'"}},
+    raw=True,
+)
+"""
+
+
+def test_picture_metadata_cannot_add_an_event_handler_to_the_feedback_page(tmp_path):
+    """Attack (real `course grade`, sandbox on, then `nbgrader generate_feedback`): a
+    student's code cell displays a PNG (kept: PNG is on the safe list) whose OUTPUT METADATA
+    says width = "1 onerror=...". SanitizeStudentCells cleans the data of an output, not its
+    metadata, and nbconvert's classic and lab templates write the width unquoted
+    (`width={{ width | escape_html }}`: escaping quotes does not stop a space), so the page
+    gets `<img ... onerror="document.title='pwned-by-student'">`; the broken PNG fires it.
+    Earned: script in the feedback page and, with the same autograded notebook, in the
+    instructor's formgrader (their own Jupyter session: a script there can call the
+    server's API as the instructor)."""
+    import re
+
+    from nbformat.v4 import new_code_cell
+
+    from tests.harness import Batch
+
+    batch = Batch(tmp_path / "course", "01_backprop", "backprop")
+    nb = batch.answered(trim=True)
+    nb.cells.insert(1, new_code_cell(PICTURE_WITH_A_HANDLER))
+    batch.submit("mallory", nb)
+    proc = batch.course_grade()
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    batch.course.nbgrader("generate_feedback", "01_backprop", "--force")
+    html = (batch.course.root / "feedback" / "mallory" / "01_backprop" / "backprop.html").read_text()
+    handlers = re.findall(r"<img[^>]*\son\w+=[^>]*>", html)
+    assert not handlers, handlers
