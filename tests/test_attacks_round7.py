@@ -9,6 +9,9 @@ a grading kernel does with the same code; the ones that need a real kernel say s
 from __future__ import annotations
 
 import functools
+import re
+
+import pytest
 
 from course.authoring.build import notebook_from_text
 from course.authoring.classroom import judge_in_process, mutate, solution_sources
@@ -161,7 +164,29 @@ display(
 """
 
 
-def test_picture_metadata_cannot_add_an_event_handler_to_the_feedback_page(tmp_path):
+@pytest.fixture(scope="module")
+def feedback(tmp_path_factory):
+    """One real grading run (`course grade`, sandbox on) and `nbgrader generate_feedback`
+    of 01 for the feedback attacks; {student: feedback page's HTML}."""
+    from nbformat.v4 import new_code_cell
+
+    from tests.harness import Batch
+
+    batch = Batch(tmp_path_factory.mktemp("round7") / "course", "01_backprop", "backprop")
+    nb = batch.answered(trim=True)
+    nb.cells.insert(1, new_code_cell(PICTURE_WITH_A_HANDLER))
+    batch.submit("mallory", nb)
+    proc = batch.course_grade()
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    batch.course.nbgrader("generate_feedback", "01_backprop", "--force")
+    root = batch.course.root / "feedback"
+    return {
+        student: (root / student / "01_backprop" / "backprop.html").read_text()
+        for student in ("mallory",)
+    }
+
+
+def test_picture_metadata_cannot_add_an_event_handler_to_the_feedback_page(feedback):
     """Attack (real `course grade`, sandbox on, then `nbgrader generate_feedback`): a
     student's code cell displays a PNG (kept: PNG is on the safe list) whose OUTPUT METADATA
     says width = "1 onerror=...". SanitizeStudentCells cleans the data of an output, not its
@@ -169,21 +194,9 @@ def test_picture_metadata_cannot_add_an_event_handler_to_the_feedback_page(tmp_p
     (`width={{ width | escape_html }}`: escaping quotes does not stop a space), so the page
     gets `<img ... onerror="document.title='pwned-by-student'">`; the broken PNG fires it.
     Earned: script in the feedback page and, with the same autograded notebook, in the
-    instructor's formgrader (their own Jupyter session: a script there can call the
-    server's API as the instructor)."""
-    import re
-
-    from nbformat.v4 import new_code_cell
-
-    from tests.harness import Batch
-
-    batch = Batch(tmp_path / "course", "01_backprop", "backprop")
-    nb = batch.answered(trim=True)
-    nb.cells.insert(1, new_code_cell(PICTURE_WITH_A_HANDLER))
-    batch.submit("mallory", nb)
-    proc = batch.course_grade()
-    assert proc.returncode in (0, 1), proc.stderr[-2000:]
-    batch.course.nbgrader("generate_feedback", "01_backprop", "--force")
-    html = (batch.course.root / "feedback" / "mallory" / "01_backprop" / "backprop.html").read_text()
-    handlers = re.findall(r"<img[^>]*\son\w+=[^>]*>", html)
+    instructor's formgrader (nbgrader's formgrade template extends the same classic one;
+    the instructor's own Jupyter session: a script there can call the server's API as the
+    instructor, e.g. edit grades)."""
+    handlers = re.findall(r"<img[^>]*\son\w+=[^>]*>", feedback["mallory"])
     assert not handlers, handlers
+
