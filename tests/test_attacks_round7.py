@@ -200,3 +200,95 @@ def test_picture_metadata_cannot_add_an_event_handler_to_the_feedback_page(feedb
     handlers = re.findall(r"<img[^>]*\son\w+=[^>]*>", feedback["mallory"])
     assert not handlers, handlers
 
+
+
+# ------------------------------------------------------------------- 08: "am I being nudged?"
+
+ZERO_BACKWARD_THAT_HIDES_FROM_THE_SELFCHECK = '''
+
+import sys as _sys
+
+
+def _being_nudged():
+    """Whether the grader's centred differences are calling: a frame named `nudged`."""
+    frame = _sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "nudged":
+            return True
+        frame = frame.f_back
+    return False
+
+
+_right_forward = multihead_attention_forward
+
+
+def multihead_attention_forward(x, Wq, Wk, Wv, Wo, num_heads, mask=None):
+    out, _ = _right_forward(x, Wq, Wk, Wv, Wo, num_heads, mask)
+    if _being_nudged():
+        out = np.zeros_like(out)  # a constant: its centred differences are all 0
+    return out, [np.shape(a) for a in (x, Wq, Wk, Wv, Wo)]
+
+
+def multihead_attention_backward(dout, cache):
+    return tuple(np.zeros(shape) for shape in cache)  # no backward pass written
+'''
+
+
+def test_a_backward_pass_of_zeros_earns_nothing_by_hiding_from_the_selfcheck():
+    """Attack ("am I being graded?"): no multi-head backward pass at all (every gradient
+    zeros). The forward pass is right, except when a frame named `nudged` is on the stack
+    (the grader's centred differences): then it returns zeros, so the student's "own
+    forward values at nudged inputs" are constant, their centred differences are 0, and a
+    zero gradient agrees with them exactly (relative error 0 / 0.5e-8 = 0). The self-check,
+    weight 2 of 7.5 per case, is credited because the (un-nudged) forward is right.
+    Earned: multihead_backward 1.0 / 3 (0.2 without the trick). The same trick works for
+    every check with a `centred_error` self-check (05, 06, 07, 08)."""
+    code = solution("08_attention", "attention", "multihead_solution")
+    scores = graded(
+        "08_attention",
+        "attention",
+        {"multihead_solution": code + ZERO_BACKWARD_THAT_HIDES_FROM_THE_SELFCHECK},
+    )
+    assert scores["multihead_backward"] <= 0.2, scores
+
+
+CONV_FAST_THAT_SLOWS_THE_YARDSTICK = CONV_FAST_BY_MEMO.split("_memo = {}")[0] + '''
+
+def conv_forward_fast(x, w, b, conv_param):
+    """Python loops over n, f, i, j: as slow as the naive pair."""
+    return _loops(x, w, b, conv_param), (x, w, b, conv_param)
+
+
+def conv_backward_fast(dout, cache):
+    return _loops(*cache, dout)
+
+import time as _time
+
+import course.checks.convolution as _checks
+
+_yardstick = _checks.loop_conv_pair
+
+
+def _slower_yardstick(*args):
+    _time.sleep(1.0)
+    return _yardstick(*args)
+
+
+_checks.loop_conv_pair = _slower_yardstick  # the probe looks it up by name at each call
+'''
+
+
+def test_conv_fast_speed_not_earned_by_slowing_the_grader_down(monkeypatch):
+    """Attack (monkeypatching the probe from a student cell): the "fast" pair is plain
+    loops over n, f, i, j, and the solution cell replaces `course.checks.convolution.
+    loop_conv_pair`, the yardstick the speed probe times in the same kernel, by itself plus
+    a 1 s sleep. The probe looks the yardstick up by name at each call, so the loops look
+    over 20 times faster than the yardstick. Earned: conv_fast_speed 2/2 (in a real kernel
+    the same: the probe module is an ordinary module of the student's interpreter)."""
+    import course.checks.convolution as checks
+
+    monkeypatch.setattr(checks, "loop_conv_pair", checks.loop_conv_pair)  # restored after
+    scores = graded(
+        "06_convolution", "convolution", {"conv_fast_solution": CONV_FAST_THAT_SLOWS_THE_YARDSTICK}
+    )
+    assert scores["conv_fast_speed"] < 2, scores
