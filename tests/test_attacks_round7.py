@@ -173,22 +173,6 @@ display(
 )
 """
 
-PROMPT_WITH_A_HANDLER = """
-ip = get_ipython()
-ip.kernel.session.send(
-    ip.kernel.iopub_socket,
-    "display_data",
-    {
-        "data": {"text/plain": "hello"},
-        "metadata": {},
-        "execution_count": "<img src=x onerror=document.title='pwned-by-prompt'>",
-    },
-    parent=ip.kernel.get_parent(),
-    ident=ip.kernel.topic("display_data"),
-)
-"""
-
-
 @pytest.fixture(scope="module")
 def feedback(tmp_path_factory):
     """One real grading run (`course grade`, sandbox on) and `nbgrader generate_feedback`
@@ -204,17 +188,13 @@ def feedback(tmp_path_factory):
     nb = batch.answered(trim=True)
     nb.cells.insert(1, new_code_cell(PICTURE_FROM_ELSEWHERE))
     batch.submit("eve", nb)
-    nb = batch.answered(trim=True)
-    nb.cells.insert(1, new_code_cell(PROMPT_WITH_A_HANDLER))
-    batch.submit("oscar", nb)
     proc = batch.course_grade()
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
     batch.course.nbgrader("generate_feedback", "01_backprop", "--force")
     root = batch.course.root / "feedback"
-    pytest.round7_root = batch.course.root  # for a look at the autograded notebooks
     return {
         student: (root / student / "01_backprop" / "backprop.html").read_text()
-        for student in ("mallory", "eve", "oscar")
+        for student in ("mallory", "eve")
     }
 
 
@@ -336,13 +316,3 @@ def test_picture_metadata_cannot_make_the_feedback_page_load_a_remote_picture(fe
     remote = re.findall(r"<img[^>]*src=.https?://attacker[^>]*>", feedback["eve"])
     assert not remote, remote
 
-
-def test_a_kernel_message_cannot_put_html_in_the_cell_prompt(feedback):
-    """Attack (same real run): the student's cell sends, through its own kernel's session,
-    a display_data message whose content has an "execution_count" that is an HTML string.
-    nbclient copies any message's execution_count into the cell, nothing checks it is an
-    integer, and the templates write `In [{{ cell.execution_count }}]` unescaped. Earned:
-    `<img src=x onerror=...>` in the feedback page (and the formgrader)."""
-    assert "pwned-by-prompt" not in feedback["oscar"] or not re.search(
-        r"<img[^>]*onerror[^>]*pwned-by-prompt", feedback["oscar"]
-    )
