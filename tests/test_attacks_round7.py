@@ -34,7 +34,7 @@ def solution(assignment: str, notebook: str, cell: str) -> str:
 
 # ------------------------------------------------------------------- 06: the grader's loops
 
-CONV_FROM_THE_GRADER = '''
+CONV_FROM_THE_GRADER = """
 import numpy as np
 from course.checks.convolution import loop_conv_pair
 
@@ -54,7 +54,7 @@ def conv_forward_naive(x, w, b, conv_param):
 def conv_backward_naive(dout, cache):
     x, w, b, conv_param = cache
     return loop_conv_pair(x, w, b, conv_param, dout)[1:]
-'''
+"""
 
 
 def test_conv_naive_borrowed_from_the_checks_module_earns_nothing():
@@ -173,6 +173,7 @@ display(
 )
 """
 
+
 @pytest.fixture(scope="module")
 def feedback(tmp_path_factory):
     """One real grading run (`course grade`, sandbox on) and `nbgrader generate_feedback`
@@ -211,7 +212,6 @@ def test_picture_metadata_cannot_add_an_event_handler_to_the_feedback_page(feedb
     instructor, e.g. edit grades)."""
     handlers = re.findall(r"<img[^>]*\son\w+=[^>]*>", feedback["mallory"])
     assert not handlers, handlers
-
 
 
 # ------------------------------------------------------------------- 08: "am I being nudged?"
@@ -264,7 +264,9 @@ def test_a_backward_pass_of_zeros_earns_nothing_by_hiding_from_the_selfcheck():
     assert scores["multihead_backward"] <= 0.2, scores
 
 
-CONV_FAST_THAT_SLOWS_THE_YARDSTICK = CONV_FAST_BY_MEMO.split("_memo = {}")[0] + '''
+CONV_FAST_THAT_SLOWS_THE_YARDSTICK = (
+    CONV_FAST_BY_MEMO.split("_memo = {}")[0]
+    + '''
 
 def conv_forward_fast(x, w, b, conv_param):
     """Python loops over n, f, i, j: as slow as the naive pair."""
@@ -288,6 +290,7 @@ def _slower_yardstick(*args):
 
 _checks.loop_conv_pair = _slower_yardstick  # the probe looks it up by name at each call
 '''
+)
 
 
 def test_conv_fast_speed_not_earned_by_slowing_the_grader_down(monkeypatch):
@@ -316,3 +319,64 @@ def test_picture_metadata_cannot_make_the_feedback_page_load_a_remote_picture(fe
     remote = re.findall(r"<img[^>]*src=.https?://attacker[^>]*>", feedback["eve"])
     assert not remote, remote
 
+
+# ------------------------------------------------------------------- 05: one-setting predictions
+
+
+def points_over_seeds(assignment, notebook, check_name, answers, seeds) -> list[float]:
+    """The points a variant earns on one check at each of `seeds`, as a grading run with
+    that (secret) seed would judge it: the references probed from the source solutions at
+    the same seed, both through the JSON the kernel would send."""
+    import json
+
+    from course.grader.judge import verdict
+    from course.grader.model import decode, encode, get_check
+    from course.grader.probe import probe
+    from course.grader.sources import solution_namespace
+
+    nb = source_notebook(assignment, notebook)
+    trusted = solution_namespace(nb, "reference")
+    student = solution_namespace(nb, "variant", answers)
+    check = get_check(check_name)
+    found = []
+    for seed in seeds:
+        reference = {k: encode(v) for k, v in probe(check, trusted, seed).items()}
+        reference = json.loads(json.dumps(reference))
+        reference = {k: decode(v) for k, v in reference.items()}
+        outputs = {k: encode(v) for k, v in probe(check, student, seed).items()}
+        payload = json.loads(json.dumps({"check": check_name, "outputs": outputs}))
+        found.append(verdict(check_name, payload, "", reference)[0])
+    return found
+
+
+PREDICTIONS_05 = """
+def predicted_running_fraction(k, momentum):
+    return {running}
+
+
+def predicted_test_scale(p):
+    return 1 / p
+
+
+def predicted_batch_of_one_output(gamma, beta):
+    return beta
+"""
+
+
+def test_05_predictions_are_not_earned_by_a_constant_or_a_wrong_formula():
+    """Wrong answers that pass (05 asks each prediction at ONE secret setting, judged at
+    2%; 06, 07 and 08 now ask three settings judged together): over 200 secret seeds,
+    `predicted_running_fraction` answered by the constant 0.978 earns its point in about
+    1 grading in 5, by the off-by-one `1 - momentum**(k + 1)` in about 1 in 2, and by
+    PyTorch's convention `1 - (1 - momentum)**k` (the mistake the hint names) in about 1
+    in 9 (measured with NumPy over the probe's ranges: k in [3, 30), momentum in
+    [0.8, 0.97); 1 - m**k is near 1 for most of them). Earned: 1 of 3 points (the other two
+    answers are right here), by chance, in that share of gradings."""
+    seeds, lucky = range(200), {}
+    for wrong in ("0.978", "1 - momentum ** (k + 1)", "1 - (1 - momentum) ** k"):
+        answers = {"predictions_solution": PREDICTIONS_05.format(running=wrong)}
+        points = points_over_seeds(
+            "05_normalisation", "normalisation", "predictions", answers, seeds
+        )
+        lucky[wrong] = sum(p == 3 for p in points) / len(points)
+    assert max(lucky.values()) < 0.01, f"share of 200 secret seeds with full marks: {lucky}"
