@@ -380,3 +380,67 @@ def test_05_predictions_are_not_earned_by_a_constant_or_a_wrong_formula():
         )
         lucky[wrong] = sum(p == 3 for p in points) / len(points)
     assert max(lucky.values()) < 0.01, f"share of 200 secret seeds with full marks: {lucky}"
+
+
+# ------------------------------------------------------------------- one curve stops the class
+
+HUGE_LOSS = """
+
+_right_loss = FullyConnectedNet.loss
+
+
+def _huge_loss(self, X, y=None):
+    found = _right_loss(self, X, y)
+    if y is None:
+        return found
+    return 1.7e308, found[1]  # finite, and the gradients are right: training goes on
+
+
+FullyConnectedNet.loss = _huge_loss
+"""
+
+
+def test_a_huge_loss_curve_does_not_stop_the_grading_of_the_whole_class():
+    """Attack (a denial of service on every other student): the network's loss reports
+    1.7e308 (finite) at every training step. normalised_training's curve fails, so the
+    grader draws it for the feedback (figures.curve_picture); matplotlib cannot lay out an
+    axis spanning such values (ValueError "arange: cannot compute length"); JudgeHiddenChecks
+    then calls it "its feedback pictures failed": a GraderFault, which stops `course grade`
+    for the whole class with exit status 2 ("the grader failed, not the students", grading
+    stopped at this student; every submission after it is left ungraded, and a rerun stops
+    again). Any check with a curve picture will do (05 normalised_training, 06
+    convnet_training, 07 char_training, 08 transformer_training). Earned: nobody's grades.
+    Judged here as JudgeHiddenChecks judges a cell (with the pictures), on public seeds."""
+    import json
+
+    from nbformat.v4 import new_code_cell, new_output
+
+    from course.grader.model import encode, get_check
+    from course.grader.nbgrader_ext import judge_cell
+    from course.grader.probe import PROBE_MIME, probe
+    from course.grader.sources import solution_namespace
+
+    code = solution("05_normalisation", "normalisation", "fully_connected_net_solution")
+    namespace = solution_namespace(
+        source_notebook("05_normalisation", "normalisation"),
+        "variant",
+        {"fully_connected_net_solution": code + HUGE_LOSS},
+    )
+    outputs = probe(get_check("normalised_training"), namespace)
+    payload = json.loads(
+        json.dumps(
+            {"check": "normalised_training", "outputs": {k: encode(v) for k, v in outputs.items()}}
+        )
+    )
+    cell = new_code_cell("check('normalised_training', globals())")
+    cell.metadata["nbgrader"] = {
+        "grade": True,
+        "grade_id": "normalised_training",
+        "locked": True,
+        "points": 3,
+        "schema_version": 3,
+        "solution": False,
+    }
+    cell.outputs = [new_output("display_data", data={PROBE_MIME: payload, "text/plain": "x"})]
+    judge_cell(cell)  # a GraderFault here stops the class's grading
+    assert cell.outputs[-1]["data"]["text/plain"] == "0.0"
