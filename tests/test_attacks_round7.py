@@ -444,3 +444,34 @@ def test_a_huge_loss_curve_does_not_stop_the_grading_of_the_whole_class():
     cell.outputs = [new_output("display_data", data={PROBE_MIME: payload, "text/plain": "x"})]
     judge_cell(cell)  # a GraderFault here stops the class's grading
     assert cell.outputs[-1]["data"]["text/plain"] == "0.0"
+
+
+# ------------------------------------------------------------------- the exchange: dates
+
+
+def test_collect_does_not_believe_the_students_own_timestamp_file(tmp_path):
+    """Attack (a late submission graded as on time): the student makes their inbound folder
+    by hand, named truthfully with the time they submit (so its name agrees with its
+    ctime and the collector does not redate it), but with a `timestamp.txt` of their own
+    saying 2020-01-01. OwnerCheckedCollect checks the folder's NAME against its ctime and
+    rewrites timestamp.txt only when it redates; otherwise nbgrader copies the student's
+    timestamp.txt as it is, and autograde reads the submission's date (and so its late
+    penalty) from that file. Earned: any late submission dated whenever its author likes
+    (here 2020: no late penalty)."""
+    import datetime
+
+    from course.authoring.classroom import ScratchCourse
+
+    course = ScratchCourse(tmp_path / "course")
+    course.register("01_backprop")
+    now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+    inbound = course.root / ".nbgrader" / "exchange" / "everything-leaks" / "inbound"
+    folder = inbound / f"alice+01_backprop+{now:%Y-%m-%d %H:%M:%S.%f} UTC+0123456789abcdef"
+    folder.mkdir(parents=True)
+    (folder / "backprop.ipynb").write_text(
+        (course.root / "release" / "01_backprop" / "backprop.ipynb").read_text()
+    )
+    (folder / "timestamp.txt").write_text("2020-01-01 00:00:00.000000 UTC")
+    course.nbgrader("collect", "01_backprop")
+    dated = (course.root / "submitted" / "alice" / "01_backprop" / "timestamp.txt").read_text()
+    assert not dated.startswith("2020"), f"collected as submitted at {dated}"
