@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from pathlib import Path
 
 import pytest
 
@@ -174,11 +175,17 @@ display(
 """
 
 
+MATH_WITH_A_LINK = (
+    "My derivation: $\\href{https://attacker.example/sign-in}"
+    "{\\text{see the full grade breakdown (sign in)}}$"
+)
+
+
 @pytest.fixture(scope="module")
 def feedback(tmp_path_factory):
     """One real grading run (`course grade`, sandbox on) and `nbgrader generate_feedback`
     of 01 for the feedback attacks; {student: feedback page's HTML}."""
-    from nbformat.v4 import new_code_cell
+    from nbformat.v4 import new_code_cell, new_markdown_cell
 
     from tests.harness import Batch
 
@@ -189,13 +196,16 @@ def feedback(tmp_path_factory):
     nb = batch.answered(trim=True)
     nb.cells.insert(1, new_code_cell(PICTURE_FROM_ELSEWHERE))
     batch.submit("eve", nb)
+    nb = batch.answered(trim=True)
+    nb.cells.insert(1, new_markdown_cell(MATH_WITH_A_LINK))
+    batch.submit("peggy", nb)
     proc = batch.course_grade()
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
     batch.course.nbgrader("generate_feedback", "01_backprop", "--force")
     root = batch.course.root / "feedback"
     return {
-        student: (root / student / "01_backprop" / "backprop.html").read_text()
-        for student in ("mallory", "eve")
+        student: root / student / "01_backprop" / "backprop.html"
+        for student in ("mallory", "eve", "peggy")
     }
 
 
@@ -210,7 +220,7 @@ def test_picture_metadata_cannot_add_an_event_handler_to_the_feedback_page(feedb
     instructor's formgrader (nbgrader's formgrade template extends the same classic one;
     the instructor's own Jupyter session: a script there can call the server's API as the
     instructor, e.g. edit grades)."""
-    handlers = re.findall(r"<img[^>]*\son\w+=[^>]*>", feedback["mallory"])
+    handlers = re.findall(r"<img[^>]*\son\w+=[^>]*>", feedback["mallory"].read_text())
     assert not handlers, handlers
 
 
@@ -316,7 +326,7 @@ def test_picture_metadata_cannot_make_the_feedback_page_load_a_remote_picture(fe
     policy allows pictures only as embedded PNG or JPEG. Earned: the instructor's browser
     (formgrader) and the student's (feedback) fetch an address the student chose (a beacon
     saying when, and from where, the page was opened)."""
-    remote = re.findall(r"<img[^>]*src=.https?://attacker[^>]*>", feedback["eve"])
+    remote = re.findall(r"<img[^>]*src=.https?://attacker[^>]*>", feedback["eve"].read_text())
     assert not remote, remote
 
 
@@ -475,3 +485,38 @@ def test_collect_does_not_believe_the_students_own_timestamp_file(tmp_path):
     course.nbgrader("collect", "01_backprop")
     dated = (course.root / "submitted" / "alice" / "01_backprop" / "timestamp.txt").read_text()
     assert not dated.startswith("2020"), f"collected as submitted at {dated}"
+
+
+def test_math_in_a_markdown_cell_cannot_link_outside_the_page(feedback):
+    """Attack (same real run; the page then opened in chromium): a student's markdown cell
+    holds `$\\href{https://attacker.example/sign-in}{\\text{see the full grade breakdown
+    (sign in)}}$`. The sanitizer renders the markdown and judges the HTML, where maths is
+    plain text, so the cell is kept as it is; in the page, MathJax (loaded with its Safe
+    extension, which blocks javascript: but allows http and https) turns it into
+    `<a href="https://attacker.example/sign-in">`. The policy: links only to a place in
+    the same page. Earned: a link of the student's choosing, styled as part of the page,
+    in the feedback page and the instructor's formgrader (phishing for the instructor's
+    password, a beacon when clicked)."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    import shutil
+
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(chromium).exists():
+        pytest.skip("no chromium")
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.goto(feedback["peggy"].as_uri())
+            page.wait_for_function(
+                "() => window.MathJax && MathJax.Hub && MathJax.Hub.queue.pending === 0",
+                timeout=30000,
+            )
+            page.wait_for_timeout(1000)
+            links = page.evaluate(
+                "() => Array.from(document.querySelectorAll('a[href]'))"
+                ".map(a => a.getAttribute('href')).filter(h => !h.startsWith('#'))"
+            )
+        finally:
+            browser.close()
+    assert not links, links
