@@ -520,3 +520,41 @@ def test_math_in_a_markdown_cell_cannot_link_outside_the_page(feedback):
         finally:
             browser.close()
     assert not links, links
+
+
+# ------------------------------------------------------------------- 05: credit for nothing
+
+NET_WITHOUT_A_LOSS = """
+    def loss(self, X, y=None):
+        {body}
+"""
+
+FAKE_LOSS = """C = self.params[f"b{self.num_layers}"].shape[0]
+        if y is None:
+            return np.zeros((len(X), C))
+        grads = {k: np.ones_like(v) for k, v in self.params.items()}
+        if self.normalization == "batchnorm":  # the biases before batch norm: 0, "right"
+            for layer in range(1, self.num_layers):
+                grads[f"b{layer}"] = np.zeros_like(self.params[f"b{layer}"])
+        return 0.0, grads"""
+
+
+def test_finished_net_gives_no_credit_to_a_loss_that_computes_nothing():
+    """Wrong implementation that earns: FullyConnectedNet's constructor right, and a loss
+    that computes nothing (scores of zeros, loss 0, every gradient ones, the biases before
+    batch norm zeros). The "inputs" sub-checks (X, y and the parameters left unchanged,
+    5 settings) have no `requires`, and "bias" (the biases before batch norm get no
+    gradient, 3 settings) requires only "inputs": 8 of the 59 weights for nothing. Earned:
+    finished_net 0.94 / 4, against 0.40 for the same constructor with the loss left as
+    the stub (raise NotImplementedError)."""
+    code = solution("05_normalisation", "normalisation", "fully_connected_net_solution")
+    head = code.split("    def loss(self, X, y=None):")[0]
+    stub = head + NET_WITHOUT_A_LOSS.format(body='raise NotImplementedError("loss")')
+    fake = head + NET_WITHOUT_A_LOSS.format(body=FAKE_LOSS)
+    stub_points = graded(
+        "05_normalisation", "normalisation", {"fully_connected_net_solution": stub}
+    )
+    fake_points = graded(
+        "05_normalisation", "normalisation", {"fully_connected_net_solution": fake}
+    )
+    assert fake_points["finished_net"] <= stub_points["finished_net"], (stub_points, fake_points)
