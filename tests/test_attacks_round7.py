@@ -459,32 +459,74 @@ def test_a_huge_loss_curve_does_not_stop_the_grading_of_the_whole_class():
 # ------------------------------------------------------------------- the exchange: dates
 
 
-def test_collect_does_not_believe_the_students_own_timestamp_file(tmp_path):
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory):
+    """One real `nbgrader collect` of 01 (OwnerCheckedCollect, as nbgrader_config.py sets
+    it) from an inbound folder holding: alice's honest submission, a late one dated by its
+    own timestamp.txt ("late"), and one nested 1,100 folders deep ("mallory"). Each folder
+    is made as its student would (here by the collecting account, which the collector
+    takes as its own). A first collect without mallory's folder (the dates), a second with
+    it (the denial of service)."""
+    import datetime
+    import os
+    import shutil
+
+    from course.authoring.classroom import ScratchCourse
+
+    course = ScratchCourse(tmp_path_factory.mktemp("round7-exchange") / "course")
+    course.register("01_backprop")
+    release = (course.root / "release" / "01_backprop" / "backprop.ipynb").read_text()
+    inbound = course.root / ".nbgrader" / "exchange" / "everything-leaks" / "inbound"
+    now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+    for student in ("alice", "late", "mallory"):
+        name = f"{student}+01_backprop+{now:%Y-%m-%d %H:%M:%S.%f} UTC+0123456789abcdef"
+        (inbound / name).mkdir(parents=True)
+        (inbound / name / "backprop.ipynb").write_text(release)
+        (inbound / name / "timestamp.txt").write_text(f"{now:%Y-%m-%d %H:%M:%S.%f} UTC")
+    (next(inbound.glob("late+*")) / "timestamp.txt").write_text("2020-01-01 00:00:00.000000 UTC")
+    deep = next(inbound.glob("mallory+*"))
+    aside = deep.rename(deep.parent.parent / deep.name)  # out of inbound for the first collect
+    first = course.nbgrader("collect", "01_backprop", check=False)
+    late = (course.root / "submitted" / "late" / "01_backprop" / "timestamp.txt").read_text()
+    shutil.rmtree(course.root / "submitted")
+    deep, here = aside.rename(deep), os.getcwd()
+    try:
+        os.chdir(deep)
+        for _ in range(1100):  # os.makedirs itself recurses: one level at a time
+            os.mkdir("a")
+            os.chdir("a")
+    finally:
+        os.chdir(here)
+    second = course.nbgrader("collect", "01_backprop", check=False)
+    return {"course": course, "first": first, "late": late, "second": second}
+
+
+def test_collect_does_not_believe_the_students_own_timestamp_file(collected):
     """Attack (a late submission graded as on time): the student makes their inbound folder
     by hand, named truthfully with the time they submit (so its name agrees with its
     ctime and the collector does not redate it), but with a `timestamp.txt` of their own
     saying 2020-01-01. OwnerCheckedCollect checks the folder's NAME against its ctime and
     rewrites timestamp.txt only when it redates; otherwise nbgrader copies the student's
     timestamp.txt as it is, and autograde reads the submission's date (and so its late
-    penalty) from that file. Earned: any late submission dated whenever its author likes
-    (here 2020: no late penalty)."""
-    import datetime
-
-    from course.authoring.classroom import ScratchCourse
-
-    course = ScratchCourse(tmp_path / "course")
-    course.register("01_backprop")
-    now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
-    inbound = course.root / ".nbgrader" / "exchange" / "everything-leaks" / "inbound"
-    folder = inbound / f"alice+01_backprop+{now:%Y-%m-%d %H:%M:%S.%f} UTC+0123456789abcdef"
-    folder.mkdir(parents=True)
-    (folder / "backprop.ipynb").write_text(
-        (course.root / "release" / "01_backprop" / "backprop.ipynb").read_text()
-    )
-    (folder / "timestamp.txt").write_text("2020-01-01 00:00:00.000000 UTC")
-    course.nbgrader("collect", "01_backprop")
-    dated = (course.root / "submitted" / "alice" / "01_backprop" / "timestamp.txt").read_text()
+    penalty) from that file (nbgrader's CourseDirectory.get_existing_timestamp). Earned:
+    any late submission dated whenever its author likes (here 2020: no late penalty)."""
+    assert collected["first"].returncode == 0, collected["first"].stderr[-1500:]
+    dated = collected["late"]
     assert not dated.startswith("2020"), f"collected as submitted at {dated}"
+
+
+def test_one_deep_submission_does_not_stop_the_collect_of_the_class(collected):
+    """Attack (a denial of service on the whole class): one student's inbound folder holds
+    1,100 folders nested in each other (each an ordinary folder: `irregular_entry` allows
+    them). `irregular_entry` and `last_change` walk it with os.walk, which recurses once
+    per level on Python 3.11: RecursionError, raised in `_make_record` outside its
+    try, ends `nbgrader collect` with a traceback before anything is copied. Round 6 made
+    one odd entry skipped instead of stopping the collect; this one still stops it.
+    Earned: nobody's submission is collected (every student's grade waits)."""
+    root, proc = collected["course"].root, collected["second"]
+    assert (root / "submitted" / "alice" / "01_backprop" / "backprop.ipynb").exists(), proc.stderr[
+        -1500:
+    ]
 
 
 def test_math_in_a_markdown_cell_cannot_link_outside_the_page(feedback):
