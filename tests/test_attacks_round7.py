@@ -470,6 +470,7 @@ def collected(tmp_path_factory):
     import datetime
     import os
     import shutil
+    import subprocess
 
     from course.authoring.classroom import ScratchCourse
 
@@ -497,8 +498,14 @@ def collected(tmp_path_factory):
             os.chdir("a")
     finally:
         os.chdir(here)
-    second = course.nbgrader("collect", "01_backprop", check=False)
-    return {"course": course, "first": first, "late": late, "second": second}
+    try:
+        second = course.nbgrader("collect", "01_backprop", check=False)
+        yield {"course": course, "first": first, "late": late, "second": second}
+    finally:
+        # Removed level by level: a tree this deep also breaks shutil.rmtree (pytest's own
+        # clean-up of old temporary folders included).
+        for root in (deep, course.root / "submitted" / "mallory"):
+            subprocess.run(["find", str(root), "-depth", "-delete"], check=False)
 
 
 def test_collect_does_not_believe_the_students_own_timestamp_file(collected):
