@@ -145,3 +145,35 @@ def test_a_heat_map_ticks_whole_rows_and_columns(shape, monkeypatch):
     for ticks, size in ((ax.get_xticks(), shape[1]), (ax.get_yticks(), shape[0])):
         shown = [t for t in ticks if -0.5 <= t <= size - 0.5]
         assert shown and all(float(t).is_integer() for t in shown), ticks
+
+
+def test_a_curve_out_to_the_largest_float_is_drawn_without_those_steps():
+    """Round 7: matplotlib cannot lay out an axis out to 1.7e308 (finite): those steps are
+    left out of the curve (the right panel shows them far off), and the picture is drawn."""
+    want = np.linspace(2.0, 1.0, 12)
+    got = want.copy()
+    got[3:] = 1.7e308
+    got[5] = -1.7e308
+    assert pictures_curve(got, want).startswith(PNG)
+
+
+def test_a_picture_that_cannot_be_drawn_is_left_out_with_a_line_saying_so(monkeypatch):
+    """Round 7: a feedback picture never stops the grading (a GraderFault stops the class):
+    it is left out, its figure closed, and the report says so."""
+    import matplotlib.pyplot as plt
+
+    from course.grader import figures
+
+    def broken(*args):
+        plt.figure()
+        raise ValueError("arange: cannot compute length")
+
+    monkeypatch.setattr(figures, "curve_picture", broken)
+    chk = fake_check(loss=Rule("training loss", rtol=1e-6, picture="curve"))
+    want = np.linspace(1.0, 0.1, 20)
+    results = judge.judge(chk, {"loss:curve": want * 2}, {"loss:curve": want})
+    open_before = plt.get_fignums()
+    notes = []
+    assert pictures(chk, {"loss:curve": want * 2}, {"loss:curve": want}, results, notes) == []
+    assert len(notes) == 1 and "could not be drawn" in notes[0], notes
+    assert plt.get_fignums() == open_before

@@ -190,3 +190,83 @@ def test_student_links_and_pictures_are_inert_however_markdown_spells_them():
     assert f'src="data:image/png;base64,{png}"' in page
     assert 'href="#section-2"' in page
     assert "md link" in page and "[x](javascript:alert(8))" in page  # the text stays
+
+
+def test_picture_metadata_keeps_only_a_numeric_size():
+    """Round 7: nbconvert writes a picture's width and height unquoted and takes its
+    `filenames` entry as its address; of an output's metadata only numeric sizes stay."""
+    from course.grader.nbgrader_ext import SanitizeStudentCells
+
+    code = new_code_cell("x")
+    code.outputs = [
+        new_output(
+            "display_data",
+            data={"image/png": "iVBORw0KGgo=", "text/plain": "fig"},
+            metadata={
+                "image/png": {"width": "1 onerror=alert(1)", "height": 120.7},
+                "image/jpeg": {"width": True, "height": float("inf")},
+                "filenames": {"image/png": "https://evil.example/p.png"},
+                "width": "1 onerror=alert(2)",
+                "text/html": {"isolated": True},
+            },
+        ),
+        new_output(
+            "display_data",
+            data={"image/png": "iVBORw0KGgo="},
+            metadata={"image/png": {"width": 300}},
+        ),
+    ]
+    nb, _ = SanitizeStudentCells().preprocess(new_notebook(cells=[code]), {})
+    assert [o.metadata for o in nb.cells[0].outputs] == [
+        {"image/png": {"height": 120}},
+        {"image/png": {"width": 300}},
+    ]
+
+
+LINKING_MATHS = [
+    "$\\href{https://evil.example/a}{x}$",
+    "$$\\url{https://evil.example/b}$$",
+    "$\\class{x}{y} \\style{background:url(https://evil.example/c)}{y} \\cssId{i}{y}$",
+    "$\\require{[Contrib]/evil} \\unicode[evil]{x41} \\bbox[background:url(x)]{y}$",
+    "$&#92;href{https://evil.example/d}{x}$",  # an entity the browser decodes to a backslash
+    "$\\h&#114;ef{https://evil.example/e}{x}$",
+    "<p>$\\hr<br>ef{https://evil.example/f}{x}$</p>",
+]
+
+
+@pytest.mark.parametrize("source", LINKING_MATHS)
+def test_maths_that_mathjax_would_turn_into_markup_is_made_inert(source):
+    """Round 7: maths is text to the HTML policy, but MathJax turns \\href, \\url, \\class,
+    \\style, \\cssId, \\require, \\unicode, \\bbox... into links, styles or loads: in a
+    student's markdown, an HTML, markdown or LaTeX output, or a raw cell, the backslash of
+    such a macro reaches the page as a look-alike (the attempt shows)."""
+    import html
+
+    from course.grader.nbgrader_ext import SanitizeStudentCells
+    from course.grader.sanitize import MACRO, markdown_html
+
+    code = new_code_cell("x")
+    code.outputs = [
+        new_output("display_data", data={"text/html": source, "text/plain": "x"}),
+        new_output("display_data", data={"text/markdown": source}),
+        new_output("display_data", data={"text/latex": source, "text/plain": "x"}),
+    ]
+    raw = nbformat.v4.new_raw_cell(source)
+    nb = new_notebook(cells=[new_markdown_cell(source), raw, code])
+    nb, _ = SanitizeStudentCells().preprocess(nb, {})
+    pages = [markdown_html(nb.cells[0].source), nb.cells[1].source]
+    pages += [o.data.get("text/html", "") for o in nb.cells[2].outputs]
+    assert all("text/latex" not in o.data for o in nb.cells[2].outputs)
+    for page in pages:
+        text = html.unescape(re.sub(r"<br\s*/?>", "", page))
+        assert not MACRO.search(text), page
+    assert "\u29f5" in pages[2]  # an HTML output: its entities are decoded
+    if "&#" not in source:  # in markdown maths an entity stays as written (inert)
+        assert "\u29f5" in pages[0]
+
+
+def test_maths_without_markup_macros_is_kept_as_it_is():
+    from course.grader.sanitize import clean_markdown
+
+    for source in ("$\\frac{a}{b} \\hat{y} \\mathrm{d}x \\hrefx \\urls$", "$$\\text{class}$$"):
+        assert clean_markdown(source) is None, source

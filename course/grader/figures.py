@@ -24,12 +24,15 @@ import numpy as np  # noqa: E402
 from course.gradcheck import relative_errors  # noqa: E402
 
 MAX_PICTURES = 3
+DRAWN_LIMIT = 1e100  # a loss beyond it is not drawn (matplotlib fails near 1e308)
 
 
 def _png(fig) -> bytes:
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=90)
-    plt.close(fig)
+    try:
+        fig.savefig(buffer, format="png", dpi=90)
+    finally:
+        plt.close(fig)
     return buffer.getvalue()
 
 
@@ -65,12 +68,25 @@ def curve_picture(label: str, got: np.ndarray, want: np.ndarray, rtol: float) ->
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.2))
     fig.subplots_adjust(left=0.08, right=0.98, bottom=0.16, top=0.9, wspace=0.45)
     steps = np.arange(1, len(got) + 1)
-    ax1.plot(steps, got, color="tab:red", marker=".", label="your curve")
+    # matplotlib cannot lay out an axis out to 1.7e308 (finite): such steps are left out of
+    # the curve (the right panel still shows them, far off) and counted.
+    drawn = np.where(np.abs(got) <= DRAWN_LIMIT, got, np.nan)
+    ax1.plot(steps, drawn, color="tab:red", marker=".", label="your curve")
+    left_out = int(np.count_nonzero(np.isfinite(got) & np.isnan(drawn)))
+    if left_out:
+        ax1.text(
+            0.5,
+            0.5,
+            f"{left_out} steps beyond ±{DRAWN_LIMIT:g}: not drawn",
+            transform=ax1.transAxes,
+            ha="center",
+            fontsize=8,
+        )
     if got.shape == want.shape:
         distance = relative_errors(got, want)  # the judge's own measure
         levels = off_levels(distance, rtol)
         off = levels > 0
-        ax1.scatter(steps[off], got[off], marker="x", color="black", zorder=3, label="off")
+        ax1.scatter(steps[off], drawn[off], marker="x", color="black", zorder=3, label="off")
         ax2.bar(steps, levels, color=[("tab:gray", "gold", "orange", "tab:red")[v] for v in levels])
     else:
         ax2.text(0.5, 0.5, f"{len(got)} steps, expected {len(want)}", ha="center")
@@ -107,8 +123,10 @@ def is_matrix(array: np.ndarray) -> bool:
     return array.ndim >= 2 and array.shape[0] >= 2 and array.size // array.shape[0] >= 2
 
 
-def pictures(check, outputs: dict, reference: dict, results) -> list[bytes]:
-    """PNGs for the failed results of one check (at most MAX_PICTURES)."""
+def pictures(check, outputs: dict, reference: dict, results, notes=None) -> list[bytes]:
+    """PNGs for the failed results of one check (at most MAX_PICTURES). A picture that
+    cannot be drawn (values matplotlib cannot lay out...) is left out, with a line in
+    `notes` saying so: a student's values never stop the grading (round 7)."""
     from course.grader.model import Broken, rule_for
 
     found = []
@@ -122,9 +140,20 @@ def pictures(check, outputs: dict, reference: dict, results) -> list[bytes]:
             continue  # the report already says what is wrong; nothing to draw
         label = f"{rule.what} {result.key.partition(':')[2]}".strip()
         if rule.picture == "curve":
-            found.append(curve_picture(label, got, want, rule.rtol))
+            draw = curve_picture
         elif got.shape == want.shape and is_matrix(want):
-            found.append(heatmap_picture(label, got, want, rule.rtol))
+            draw = heatmap_picture
+        else:
+            continue
+        open_before = set(plt.get_fignums())
+        try:
+            with np.errstate(all="ignore"):
+                found.append(draw(label, got, want, rule.rtol))
+        except Exception as exc:  # noqa: BLE001 (the picture is left out, the verdict stands)
+            for number in set(plt.get_fignums()) - open_before:
+                plt.close(number)
+            if notes is not None:
+                notes.append(f"(The picture of {label} could not be drawn: {type(exc).__name__}.)")
         if len(found) == MAX_PICTURES:
             break
     return found

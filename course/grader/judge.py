@@ -237,7 +237,9 @@ def verdict_with_pictures(
     if pictures:
         from course.grader.figures import pictures as draw
 
-        pngs = draw(chk, outputs, reference, results)
+        notes: list[str] = []
+        pngs = draw(chk, outputs, reference, results, notes)
+        text = "\n".join([text, *notes])
     return float(points), text, pngs
 
 

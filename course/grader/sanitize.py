@@ -12,9 +12,12 @@ attempt shows). Rounds 5 and 6 of the attacks.
 
 from __future__ import annotations
 
+import html as html_module
+import math
 import re
 
-import bleach
+from bleach._vendor.html5lib.filters.base import Filter
+from bleach.sanitizer import Cleaner
 
 TAGS = frozenset(
     "a abbr b blockquote br code dd del div dl dt em h1 h2 h3 h4 h5 h6 hr i img kbd li ol "
@@ -35,16 +38,72 @@ def _attribute(tag: str, name: str, value: str) -> bool:
     return False
 
 
+# TeX macros that MathJax (2, with its Safe extension: javascript: only is refused) turns
+# into markup, a link, a style, or a file it loads: in the text a page shows, their
+# backslash becomes a look-alike (U+29F5), so that MathJax reads letters and the attempt
+# shows. The maths is text to the HTML policy; a student could otherwise write
+# `$\href{https://...}{...}$` and get a link (round 7). MathJax reads a macro's name as
+# the run of letters after the backslash, in the text the browser decodes (entities
+# included, and text on both sides of a <br>): the filter below reads that text.
+MATHJAX_MARKUP = (
+    "href url class style cssId require unicode mmlToken bbox toggle mathtip texttip "
+    "FontAwesome data html attr"
+).split()
+MACRO = re.compile(r"\\(?=(?:" + "|".join(MATHJAX_MARKUP) + r")(?![A-Za-z]))", re.IGNORECASE)
+INERT_BACKSLASH = "\u29f5"
+_TEXT = ("Characters", "SpaceCharacters", "Entity")
+
+
+class _InertMaths(Filter):
+    """Rewrites, in each run of page text (text and entities, through <br>), the backslash of
+    a macro in MATHJAX_MARKUP; text without one is passed as it was."""
+
+    def __iter__(self):
+        run: list[dict] = []
+        for token in super().__iter__():
+            if token["type"] in _TEXT or (token["type"] == "EmptyTag" and token["name"] == "br"):
+                run.append(token)
+                continue
+            yield from _inert_run(run)
+            run = []
+            yield token
+        yield from _inert_run(run)
+
+
+def _decoded(token: dict) -> str:
+    if token["type"] == "Entity":
+        return html_module.unescape(f"&{token['name']};")
+    return token.get("data", "") if token["type"] in _TEXT else ""
+
+
+def _inert_run(run: list[dict]):
+    texts = [_decoded(token) for token in run]
+    joined = "".join(texts)
+    if not MACRO.search(joined):
+        yield from run
+        return
+    joined = MACRO.sub(INERT_BACKSLASH, joined)  # one character for one: lengths hold
+    start = 0
+    for token, text in zip(run, texts, strict=True):
+        if token["type"] in _TEXT:
+            if text:
+                yield {"type": "Characters", "data": joined[start : start + len(text)]}
+            start += len(text)
+        else:
+            yield token
+
+
 def clean_html(html: str) -> str:
-    """HTML under the policy: what it does not allow is escaped or dropped."""
-    return bleach.clean(
-        html,
+    """HTML under the policy: what it does not allow is escaped or dropped; maths cannot
+    make markup (MATHJAX_MARKUP)."""
+    return Cleaner(
         tags=TAGS,
         attributes=_attribute,
         protocols=["data"],  # and only pictures, by _attribute
         strip=False,
         strip_comments=True,
-    )
+        filters=[_InertMaths],
+    ).clean(html)
 
 
 def markdown_html(source: str, attachments: dict | None = None) -> str:
@@ -68,10 +127,12 @@ def clean_markdown(source: str, attachments: dict | None = None) -> str | None:
 
 def clean_outputs(outputs: list, keep: set[str]) -> list:
     """Code cell outputs: the `keep` types as they are, HTML cleaned, markdown rendered and
-    cleaned (as HTML), every other type dropped (javascript, widgets, SVG, LaTeX)."""
+    cleaned (as HTML), every other type dropped (javascript, widgets, SVG, LaTeX); of their
+    metadata, only a picture's numeric size (round 7)."""
     for output in outputs:
         if output["output_type"] not in ("display_data", "execute_result"):
             continue  # streams and errors are text
+        output["metadata"] = picture_sizes(output.get("metadata"))
         data = output["data"]
         if "text/markdown" in data:
             html = clean_html(markdown_html(_text(data.pop("text/markdown"))))
@@ -81,6 +142,34 @@ def clean_outputs(outputs: list, keep: set[str]) -> list:
         for key in [k for k in data if k not in keep and k != "text/html"]:
             del data[key]
     return outputs
+
+
+PICTURE_TYPES = ("image/png", "image/jpeg")
+MAX_SIZE = 10_000  # pixels
+
+
+def picture_sizes(metadata) -> dict:
+    """The only output metadata a page gets: {picture type: {"width": int, "height": int}}.
+    nbconvert's templates write a picture's width and height unquoted (a string there adds
+    attributes: an event handler), take its `filenames` entry as the picture's address (a
+    remote picture), and read other keys (`isolated`, `unconfined`...): everything else is
+    dropped. Round 7."""
+    kept: dict = {}
+    if not isinstance(metadata, dict):
+        return kept
+    for mime in PICTURE_TYPES:
+        sizes = metadata.get(mime)
+        if not isinstance(sizes, dict):
+            continue
+        numbers = {}
+        for name in ("width", "height"):
+            value = sizes.get(name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                if math.isfinite(value) and 0 < value <= MAX_SIZE:
+                    numbers[name] = int(value)
+        if numbers:
+            kept[mime] = numbers
+    return kept
 
 
 def _text(value) -> str:
