@@ -119,6 +119,20 @@ def last_change(path: str) -> datetime.datetime:
     return datetime.datetime.fromtimestamp(latest, datetime.UTC).replace(tzinfo=None)
 
 
+def open_folder(top: str, rel: str) -> int:
+    """A descriptor of the folder `rel` under `top`, opened one name at a time without
+    following a link at any of them (a folder swapped for a link meanwhile fails)."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    fd = os.open(top, flags)
+    for name in [part for part in rel.split(os.sep) if part]:
+        try:
+            inner = os.open(name, flags, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = inner
+    return fd
+
+
 STAMP = "timestamp.txt"
 
 
@@ -129,10 +143,12 @@ def read_stamp(folder: str) -> str | None:
         fd = os.open(os.path.join(folder, STAMP), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as stamp:
+    try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        return stamp.read(200).decode("utf-8", "replace").strip()
+        return os.read(fd, 200).decode("utf-8", "replace").strip()
+    finally:
+        os.close(fd)
 
 
 def _parsed(stamp: str) -> datetime.datetime | None:
@@ -236,31 +252,26 @@ class OwnerCheckedCollect(ExchangeCollect):
             log=self.log,
         )
         os.makedirs(dest)
-        stack = [("", 0)]
+        stack = self._stack = [("", 0)]
         while stack:
             rel, depth = stack.pop()
             folder = os.path.join(src, rel)
             try:
-                names = sorted(os.listdir(folder))
+                here = open_folder(src, rel)
             except OSError as error:
                 self.log.error("%r in %r cannot be read (%s): left out", rel, src, error)
                 continue
-            left = set(nbgraders(folder, names)) | ({STAMP} if not rel else set())
-            for name in names:
-                if name in left:
-                    continue
-                source, target = os.path.join(folder, name), os.path.join(dest, rel, name)
-                try:
-                    mode = os.lstat(source).st_mode
-                    if stat.S_ISDIR(mode) and depth + 1 >= MAX_DEPTH:
-                        self.log.error("%r in %r is nested too deep: left out", name, src)
-                    elif stat.S_ISDIR(mode):
-                        os.mkdir(target)
-                        stack.append((os.path.join(rel, name), depth + 1))
-                    elif not (stat.S_ISREG(mode) and self._copy_file(source, target)):
-                        self.log.error("%r in %r is not a regular file: left out", name, src)
-                except OSError as error:
-                    self.log.error("%r in %r cannot be copied (%s): left out", name, src, error)
+            try:
+                names = sorted(os.listdir(here))
+                left = set(nbgraders(folder, names))  # sizes: a name may vanish meanwhile
+                left |= {STAMP} if not rel else set()
+                for name in names:
+                    if name not in left:
+                        self._copy_entry(here, name, os.path.join(rel, name), depth, src, dest)
+            except OSError as error:
+                self.log.error("%r in %r cannot be read (%s): left out", rel, src, error)
+            finally:
+                os.close(here)
         record = self._path_to_record(src)
         theirs = read_stamp(src)
         ours = record["timestamp"].strftime("%Y-%m-%d %H:%M:%S.%f UTC")
@@ -271,15 +282,33 @@ class OwnerCheckedCollect(ExchangeCollect):
         with open(os.path.join(dest, STAMP), "w") as out:
             out.write(ours)
 
+    def _copy_entry(self, here, name, rel, depth, src, dest):
+        """Copy the entry `name` of the open folder `here` (at `rel` in `src`) to `dest`,
+        a folder by pushing it on the walk's stack, a regular file at once; anything else
+        is left out with an error."""
+        target = os.path.join(dest, rel)
+        try:
+            mode = os.stat(name, dir_fd=here, follow_symlinks=False).st_mode
+            if stat.S_ISDIR(mode) and depth + 1 >= MAX_DEPTH:
+                self.log.error("%r in %r is nested too deep: left out", rel, src)
+            elif stat.S_ISDIR(mode):
+                os.mkdir(target)
+                self._stack.append((rel, depth + 1))
+            elif not (stat.S_ISREG(mode) and self._copy_file(here, name, target)):
+                self.log.error("%r in %r is not a regular file: left out", rel, src)
+        except OSError as error:
+            self.log.error("%r in %r cannot be copied (%s): left out", rel, src, error)
+
     @staticmethod
-    def _copy_file(source: str, target: str) -> bool:
-        """Copy one regular file, opened without following a link or waiting on a pipe;
-        False (nothing copied) if it is no longer a regular file."""
-        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    def _copy_file(here: int, name: str, target: str) -> bool:
+        """Copy one regular file of the open folder `here`, opened without following a link
+        or waiting on a pipe; False (nothing copied) if it is no longer a regular file."""
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=here)
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):  # fdopen would refuse a folder: checked first
+            os.close(fd)
+            return False
         with os.fdopen(fd, "rb") as inp:
-            status = os.fstat(fd)
-            if not stat.S_ISREG(status.st_mode):
-                return False
             with open(target, "wb") as out:
                 shutil.copyfileobj(inp, out)
         os.chmod(target, stat.S_IMODE(status.st_mode) | stat.S_IRUSR | stat.S_IWUSR)
