@@ -88,7 +88,7 @@ def entries(path: str):
                 raise Irregular(f"holds more than {MAX_ENTRIES} files and folders")
             sub = os.path.join(rel, name)
             if stat.S_ISDIR(status.st_mode):
-                if depth + 1 >= MAX_DEPTH:
+                if depth + 1 > MAX_DEPTH:
                     raise Irregular(f"holds folders nested more than {MAX_DEPTH} deep")
                 stack.append((sub, depth + 1))
             yield sub, status
@@ -137,7 +137,7 @@ STAMP = "timestamp.txt"
 
 
 def read_stamp(folder: str) -> str | None:
-    """The first line of a folder's timestamp.txt if it is a regular file (None if not),
+    """The start (200 bytes) of a folder's timestamp.txt if it is a regular file (None if not),
     opened without following a link or waiting on a pipe."""
     try:
         fd = os.open(os.path.join(folder, STAMP), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
@@ -289,7 +289,7 @@ class OwnerCheckedCollect(ExchangeCollect):
         target = os.path.join(dest, rel)
         try:
             mode = os.stat(name, dir_fd=here, follow_symlinks=False).st_mode
-            if stat.S_ISDIR(mode) and depth + 1 >= MAX_DEPTH:
+            if stat.S_ISDIR(mode) and depth + 1 > MAX_DEPTH:
                 self.log.error("%r in %r is nested too deep: left out", rel, src)
             elif stat.S_ISDIR(mode):
                 os.mkdir(target)
