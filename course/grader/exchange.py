@@ -11,13 +11,19 @@ folder's owner is not the student it names, and believes the timestamp. So:
   where the instructor's own account submits);
 - a submission is dated no earlier than the last change of its folder or of anything in
   it (their ctime, which no student can set back): a submission made after the due date
-  but named before it, or rewritten in place after it, is dated when it was last changed,
-  and its `timestamp.txt` says so;
+  but named before it, or rewritten in place after it, is dated when it was last changed;
+- the collected `timestamp.txt` (which autograde dates the submission by) is always written
+  by the collector from the date it checked, never copied from the student's folder (round
+  7: a folder named truthfully held its own timestamp.txt saying 2020), with a warning when
+  the student's said otherwise;
 - an inbound entry that is a link, is not a folder, holds anything but regular files and
   folders (a link, a fifo, a device), or whose name does not parse, is skipped with an
   error naming it, and the others are collected (round 6: one such entry stopped the whole
   collect, or had the instructor's own files copied in as a submission); the copy itself
-  never follows a link and copies only regular files;
+  never follows a link and copies only regular files; a folder nested more than MAX_DEPTH
+  levels deep or holding more than MAX_ENTRIES entries is refused the same way, and every
+  walk of a submission keeps a stack of its own (round 7: 1,100 nested folders made the
+  recursive walk raise RecursionError and stopped the collect of the whole class);
 - what the log says of a student's folder name is escaped (course.grader.logsafe).
 """
 
@@ -30,6 +36,7 @@ import stat
 import sys
 
 from nbgrader.exchange.default.collect import ExchangeCollect
+from nbgrader.utils import parse_utc
 
 if sys.platform != "win32":
     import pwd
@@ -50,27 +57,105 @@ def owner_of(path: str) -> str:
 COPY_SLACK = datetime.timedelta(seconds=2)
 
 
+# A submission is a notebook or a few beside their data: a folder nested deeper than this, or
+# holding more entries than this, is refused (round 7: 1,100 nested folders made os.walk's
+# recursion raise RecursionError and stopped the collect of the whole class).
+MAX_DEPTH = 32
+MAX_ENTRIES = 10_000
+
+
+class Irregular(Exception):
+    """Why an inbound entry is not a plain submission."""
+
+
+def entries(path: str):
+    """(path relative to `path`, lstat) of everything under the folder `path`, walked with
+    a stack of its own (no recursion), following no link; raises Irregular past MAX_DEPTH
+    levels, past MAX_ENTRIES entries, or at a folder that cannot be listed."""
+    stack, count = [("", 0)], 0
+    while stack:
+        rel, depth = stack.pop()
+        try:
+            with os.scandir(os.path.join(path, rel) if rel else path) as listing:
+                found = [(item.name, item.stat(follow_symlinks=False)) for item in listing]
+        except OSError as error:
+            raise Irregular(
+                f"holds a folder that cannot be read ({type(error).__name__}): {rel!r}"
+            ) from None
+        for name, status in found:
+            count += 1
+            if count > MAX_ENTRIES:
+                raise Irregular(f"holds more than {MAX_ENTRIES} files and folders")
+            sub = os.path.join(rel, name)
+            if stat.S_ISDIR(status.st_mode):
+                if depth + 1 > MAX_DEPTH:
+                    raise Irregular(f"holds folders nested more than {MAX_DEPTH} deep")
+                stack.append((sub, depth + 1))
+            yield sub, status
+
+
 def irregular_entry(path: str) -> str | None:
     """Why an inbound entry is not a plain submission (None if it is): it is a link or not
-    a folder, or holds something other than regular files and folders."""
+    a folder, holds something other than regular files and folders, or is nested too
+    deep or holds too much to walk (MAX_DEPTH, MAX_ENTRIES)."""
     if not stat.S_ISDIR(os.lstat(path).st_mode):
         return "a link" if os.path.islink(path) else "not a folder"
-    for folder, dirs, files in os.walk(path):
-        for name in dirs + files:
-            mode = os.lstat(os.path.join(folder, name)).st_mode
-            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                kind = "a link" if stat.S_ISLNK(mode) else "a special file"
-                return f"holds {kind}: {os.path.relpath(os.path.join(folder, name), path)!r}"
+    try:
+        for rel, status in entries(path):
+            if not (stat.S_ISREG(status.st_mode) or stat.S_ISDIR(status.st_mode)):
+                kind = "a link" if stat.S_ISLNK(status.st_mode) else "a special file"
+                return f"holds {kind}: {rel!r}"
+    except Irregular as why:
+        return str(why)
     return None
 
 
 def last_change(path: str) -> datetime.datetime:
-    """The latest ctime of the folder and everything under it, without following links."""
+    """The latest ctime of the folder and everything under it, without following links
+    (raises Irregular where `entries` does)."""
     latest = os.lstat(path).st_ctime
-    for folder, dirs, files in os.walk(path):
-        for name in dirs + files:
-            latest = max(latest, os.lstat(os.path.join(folder, name)).st_ctime)
+    for _, status in entries(path):
+        latest = max(latest, status.st_ctime)
     return datetime.datetime.fromtimestamp(latest, datetime.UTC).replace(tzinfo=None)
+
+
+def open_folder(top: str, rel: str) -> int:
+    """A descriptor of the folder `rel` under `top`, opened one name at a time without
+    following a link at any of them (a folder swapped for a link meanwhile fails)."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    fd = os.open(top, flags)
+    for name in [part for part in rel.split(os.sep) if part]:
+        try:
+            inner = os.open(name, flags, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = inner
+    return fd
+
+
+STAMP = "timestamp.txt"
+
+
+def read_stamp(folder: str) -> str | None:
+    """The start (200 bytes) of a folder's timestamp.txt if it is a regular file (None if not),
+    opened without following a link or waiting on a pipe."""
+    try:
+        fd = os.open(os.path.join(folder, STAMP), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, 200).decode("utf-8", "replace").strip()
+    finally:
+        os.close(fd)
+
+
+def _parsed(stamp: str) -> datetime.datetime | None:
+    try:
+        return parse_utc(stamp)
+    except Exception:  # dateutil's ParserError, OverflowError, a bad zone...
+        return None
 
 
 class OwnerCheckedCollect(ExchangeCollect):
@@ -91,7 +176,12 @@ class OwnerCheckedCollect(ExchangeCollect):
         if why:
             record.update(refused=why)
             return record
-        claimed, changed = record["timestamp"], last_change(path)
+        try:
+            changed = last_change(path)
+        except (Irregular, OSError) as error:  # changed since irregular_entry looked
+            record.update(refused=str(error) if isinstance(error, Irregular) else "unreadable")
+            return record
+        claimed = record["timestamp"]
         if claimed.tzinfo is not None:
             changed = changed.replace(tzinfo=datetime.UTC).astimezone(claimed.tzinfo)
         if changed > claimed + COPY_SLACK:
@@ -149,8 +239,10 @@ class OwnerCheckedCollect(ExchangeCollect):
         return [self._path_to_record(path) for path in found]
 
     def do_copy(self, src, dest, log=None):
-        """nbgrader's copy, following no link and copying only regular files and folders
-        (whatever appeared since the folder was checked is left out, with an error)."""
+        """nbgrader's copy, walked with a stack of its own (no recursion, MAX_DEPTH levels),
+        following no link and copying only regular files and folders (whatever appeared
+        since the folder was checked is left out, with an error); then timestamp.txt is
+        written from the date the collector checked, never copied from the student's."""
         from nbgrader.exchange.default.exchange import ignore_patterns
 
         nbgraders = ignore_patterns(
@@ -159,31 +251,66 @@ class OwnerCheckedCollect(ExchangeCollect):
             max_file_size=self.coursedir.max_file_size,
             log=self.log,
         )
+        os.makedirs(dest)
+        stack = self._stack = [("", 0)]
+        while stack:
+            rel, depth = stack.pop()
+            folder = os.path.join(src, rel)
+            try:
+                here = open_folder(src, rel)
+            except OSError as error:
+                self.log.error("%r in %r cannot be read (%s): left out", rel, src, error)
+                continue
+            try:
+                names = sorted(os.listdir(here))
+                left = set(nbgraders(folder, names))  # sizes: a name may vanish meanwhile
+                left |= {STAMP} if not rel else set()
+                for name in names:
+                    if name not in left:
+                        self._copy_entry(here, name, os.path.join(rel, name), depth, src, dest)
+            except OSError as error:
+                self.log.error("%r in %r cannot be read (%s): left out", rel, src, error)
+            finally:
+                os.close(here)
+        record = self._path_to_record(src)
+        theirs = read_stamp(src)
+        ours = record["timestamp"].strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+        if theirs is not None and _parsed(theirs) != record["timestamp"]:
+            self.log.warning(
+                "%r: its own timestamp.txt says %r; dated %s, as checked", src, theirs[:60], ours
+            )
+        with open(os.path.join(dest, STAMP), "w") as out:
+            out.write(ours)
 
-        def ignore(folder, names):
-            left = set(nbgraders(folder, names))
-            for name in names:
-                mode = os.lstat(os.path.join(folder, name)).st_mode
-                if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                    self.log.error("%r in %r is not a regular file: left out", name, src)
-                    left.add(name)
-            return left
+    def _copy_entry(self, here, name, rel, depth, src, dest):
+        """Copy the entry `name` of the open folder `here` (at `rel` in `src`) to `dest`,
+        a folder by pushing it on the walk's stack, a regular file at once; anything else
+        is left out with an error."""
+        target = os.path.join(dest, rel)
+        try:
+            mode = os.stat(name, dir_fd=here, follow_symlinks=False).st_mode
+            if stat.S_ISDIR(mode) and depth + 1 > MAX_DEPTH:
+                self.log.error("%r in %r is nested too deep: left out", rel, src)
+            elif stat.S_ISDIR(mode):
+                os.mkdir(target)
+                self._stack.append((rel, depth + 1))
+            elif not (stat.S_ISREG(mode) and self._copy_file(here, name, target)):
+                self.log.error("%r in %r is not a regular file: left out", rel, src)
+        except OSError as error:
+            self.log.error("%r in %r cannot be copied (%s): left out", rel, src, error)
 
-        shutil.copytree(src, dest, symlinks=True, ignore=ignore)
-        for folder, dirs, files in os.walk(dest):  # a link made between listing and copy
-            for name in dirs + files:
-                if os.path.islink(os.path.join(folder, name)):
-                    os.unlink(os.path.join(folder, name))
-
-    def copy_files(self):
-        super().copy_files()
-        for record in self.src_records:
-            if record.get("redated"):
-                dest = self.coursedir.format_path(
-                    self.coursedir.submitted_directory,
-                    record["username"],
-                    self.coursedir.assignment_id,
-                )
-                stamp = os.path.join(dest, "timestamp.txt")
-                with open(stamp, "w") as out:
-                    out.write(record["timestamp"].strftime("%Y-%m-%d %H:%M:%S.%f UTC"))
+    @staticmethod
+    def _copy_file(here: int, name: str, target: str) -> bool:
+        """Copy one regular file of the open folder `here`, opened without following a link
+        or waiting on a pipe; False (nothing copied) if it is no longer a regular file."""
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=here)
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):  # fdopen would refuse a folder: checked first
+            os.close(fd)
+            return False
+        with os.fdopen(fd, "rb") as inp:
+            with open(target, "wb") as out:
+                shutil.copyfileobj(inp, out)
+        os.chmod(target, stat.S_IMODE(status.st_mode) | stat.S_IRUSR | stat.S_IWUSR)
+        os.utime(target, ns=(status.st_atime_ns, status.st_mtime_ns))
+        return True
