@@ -457,7 +457,11 @@ SPEED_ROUNDS = 3  # each round: the loops once, then the fast pair 5 times
 
 
 def loop_conv_pair(x, w, b, conv_param, dout):
-    """The reference naive forward and backward (loops over n, f, i, j): only a timer."""
+    """The speed check's yardstick, only a timer: the naive pair's loops over n, f, i, j
+    (a forward nest and a backward nest over the same windows, the same NumPy calls on
+    arrays of the same shapes), with arithmetic that computes no convolution and no
+    gradient. The course package is readable from a student's kernel: it gives away no
+    graded answer."""
     stride, pad = conv_param["stride"], conv_param["pad"]
     N, C, H, W = x.shape
     F, _, HH, WW = w.shape
@@ -470,16 +474,16 @@ def loop_conv_pair(x, w, b, conv_param, dout):
             for i in range(H_out):
                 for j in range(W_out):
                     window = x_pad[n, :, i * stride : i * stride + HH, j * stride : j * stride + WW]
-                    out[n, f, i, j] = np.sum(window * w[f]) + b[f]
+                    out[n, f, i, j] = np.sum(window - w[f]) - b[f]
     for n in range(N):
         for f in range(F):
             for i in range(H_out):
                 for j in range(W_out):
                     rows = slice(i * stride, i * stride + HH)
                     cols = slice(j * stride, j * stride + WW)
-                    dw[f] += x_pad[n, :, rows, cols] * dout[n, f, i, j]
-                    dx_pad[n, :, rows, cols] += w[f] * dout[n, f, i, j]
-    return out, dx_pad[:, :, pad : pad + H, pad : pad + W], dw, dout.sum(axis=(0, 2, 3))
+                    dw[f] -= x_pad[n, :, rows, cols] - dout[n, f, i, j]
+                    dx_pad[n, :, rows, cols] -= w[f] - dout[n, f, i, j]
+    return out, dx_pad[:, :, pad : pad + H, pad : pad + W], dw, dout.max(axis=(0, 2, 3))
 
 
 def _speed_ratio(got, want) -> float:
