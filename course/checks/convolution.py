@@ -448,16 +448,22 @@ register(
 )
 
 
-# The fixed layer the speed is measured on (its values are drawn), and the yardstick:
-# loops like the naive pair's, run in the same kernel, in turn with the fast pair.
+# The fixed layer the speed is measured on (its values are drawn, fresh for every timed
+# call), and the yardstick: loops that cost what the naive pair's loops cost, run in the
+# same kernel, in turn with the fast pair.
 SPEED_SHAPES = ((4, 3, 8, 8), (5, 3, 3, 3), {"stride": 1, "pad": 1})
 SPEED_LABEL = "x (4, 3, 8, 8), w (5, 3, 3, 3), stride 1, pad 1"
 REQUIRED_SPEEDUP = 20
 SPEED_ROUNDS = 3  # each round: the loops once, then the fast pair 5 times
+FAST_RUNS = 5
 
 
 def loop_conv_pair(x, w, b, conv_param, dout):
-    """The reference naive forward and backward (loops over n, f, i, j): only a timer."""
+    """The speed check's yardstick, only a timer: the naive pair's loops over n, f, i, j
+    (a forward nest and a backward nest over the same windows, the same NumPy calls on
+    arrays of the same shapes), with arithmetic that computes no convolution and no
+    gradient. The course package is readable from a student's kernel: it gives away no
+    graded answer."""
     stride, pad = conv_param["stride"], conv_param["pad"]
     N, C, H, W = x.shape
     F, _, HH, WW = w.shape
@@ -470,16 +476,16 @@ def loop_conv_pair(x, w, b, conv_param, dout):
             for i in range(H_out):
                 for j in range(W_out):
                     window = x_pad[n, :, i * stride : i * stride + HH, j * stride : j * stride + WW]
-                    out[n, f, i, j] = np.sum(window * w[f]) + b[f]
+                    out[n, f, i, j] = np.sum(window - w[f]) - b[f]
     for n in range(N):
         for f in range(F):
             for i in range(H_out):
                 for j in range(W_out):
                     rows = slice(i * stride, i * stride + HH)
                     cols = slice(j * stride, j * stride + WW)
-                    dw[f] += x_pad[n, :, rows, cols] * dout[n, f, i, j]
-                    dx_pad[n, :, rows, cols] += w[f] * dout[n, f, i, j]
-    return out, dx_pad[:, :, pad : pad + H, pad : pad + W], dw, dout.sum(axis=(0, 2, 3))
+                    dw[f] -= x_pad[n, :, rows, cols] - dout[n, f, i, j]
+                    dx_pad[n, :, rows, cols] -= w[f] - dout[n, f, i, j]
+    return out, dx_pad[:, :, pad : pad + H, pad : pad + W], dw, dout.max(axis=(0, 2, 3))
 
 
 def _speed_ratio(got, want) -> float:
@@ -497,35 +503,55 @@ def _speed_ratio(got, want) -> float:
     return float(fast.min() / loops.min())
 
 
-def probe_conv_fast_speed(student, rng, out):
-    x_shape, w_shape, param = SPEED_SHAPES
-    x, w, b = (
-        rng.standard_normal(x_shape),
-        rng.standard_normal(w_shape),
-        rng.standard_normal(w_shape[0]),
-    )
-    dout = _dout_for(rng, x, w, param)
+def _speed_probe(loops, clock):
+    """The speed check's probe, with the yardstick and the clock it times bound now (when
+    the module is imported), not looked up by name at timing time: a student cell that
+    rebinds `loop_conv_pair` or `time.perf_counter` later changes nothing here."""
 
-    def fast_pair():
-        result, cache = student.conv_forward_fast(x.copy(), w.copy(), b.copy(), dict(param))
-        return (result, *student.conv_backward_fast(dout.copy(), cache))
+    def probe_conv_fast_speed(student, rng, out):
+        x_shape, w_shape, param = SPEED_SHAPES
 
-    def measure():
-        got = fast_pair()
-        loops, fast = [], []
-        for _ in range(SPEED_ROUNDS):
-            start = time.perf_counter()
-            loop_conv_pair(x, w, b, param, dout)
-            loops.append(time.perf_counter() - start)
-            for _ in range(5):
-                start = time.perf_counter()
-                fast_pair()
-                fast.append(time.perf_counter() - start)
-        fast = [min(fast[k : k + 5]) for k in range(0, len(fast), 5)]
-        flat = np.concatenate([np.ravel(np.asarray(g, dtype=np.float64)) for g in got])
-        return flat, np.array([loops, fast], dtype=np.float64)
+        def draw():
+            # Fresh inputs of the same shapes for every call, drawn before any timing: a
+            # pair that remembers its answers pays full price every time.
+            x, w, b = (
+                rng.standard_normal(x_shape),
+                rng.standard_normal(w_shape),
+                rng.standard_normal(w_shape[0]),
+            )
+            return x, w, b, _dout_for(rng, x, w, param)
 
-    out.record([f"pair:{SPEED_LABEL}", f"time:{SPEED_LABEL}"], measure)
+        checked = draw()
+        for_loops = [draw() for _ in range(SPEED_ROUNDS)]
+        for_fast = [[draw() for _ in range(FAST_RUNS)] for _ in range(SPEED_ROUNDS)]
+
+        def fast_pair(x, w, b, dout):
+            result, cache = student.conv_forward_fast(x, w, b, dict(param))
+            return (result, *student.conv_backward_fast(dout, cache))
+
+        def measure():
+            got = fast_pair(*(a.copy() for a in checked))
+            loop_times, fast_times = [], []
+            for inputs, runs in zip(for_loops, for_fast, strict=True):
+                x, w, b, dout = inputs
+                start = clock()
+                loops(x, w, b, param, dout)
+                loop_times.append(clock() - start)
+                best = []
+                for x, w, b, dout in runs:
+                    start = clock()
+                    fast_pair(x, w, b, dout)
+                    best.append(clock() - start)
+                fast_times.append(min(best))
+            flat = np.concatenate([np.ravel(np.asarray(g, dtype=np.float64)) for g in got])
+            return flat, np.array([loop_times, fast_times], dtype=np.float64)
+
+        out.record([f"pair:{SPEED_LABEL}", f"time:{SPEED_LABEL}"], measure)
+
+    return probe_conv_fast_speed
+
+
+probe_conv_fast_speed = _speed_probe(loop_conv_pair, time.perf_counter)
 
 
 register(

@@ -436,13 +436,16 @@ print(
 # (5, 3, 3, 3), stride 1, pad 1.
 #
 # How the speed is graded, on a machine that may be busy: your kernel only measures. It
-# runs the course's loops and your fast pair **in turn**, three rounds (the loops once,
-# your pair five times, per round), and sends the times; the grader keeps the fastest run
-# of each side and asks that yours take at most 1/20 of the loops'. In turn, a load that
-# slows the machine slows both sides alike; the fastest of several runs is the one the load
-# disturbed least. A vectorised pair is over 100 times faster on that layer (the cell after
-# the next measures yours), so the bar of 20 leaves a margin of 5 or more for noise; a pair
-# that loops over pixels in Python is not within 2 of it.
+# runs the course's loops (the naive pair's loops over $n, f, i, j$, with the same NumPy
+# calls on the same windows: they cost what a naive pair costs, though they compute no
+# convolution) and your fast pair **in turn**, three rounds (the loops once, your pair five
+# times, per round), each call on fresh inputs of that layer's shape drawn before the
+# timing, and sends the times; the grader keeps the fastest run of each side and asks that
+# yours take at most 1/20 of the loops'. In turn, a load that slows the machine slows both
+# sides alike; the fastest of several runs is the one the load disturbed least. A
+# vectorised pair is over 100 times faster on that layer (the cell after the next measures
+# yours), so the bar of 20 leaves a margin of 5 or more for noise; a pair that loops over
+# pixels in Python is not within 2 of it.
 
 
 # %% nbgrader={"grade": false, "grade_id": "conv_fast_solution", "locked": false, "schema_version": 3, "solution": true}
