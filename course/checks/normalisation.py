@@ -10,6 +10,8 @@ Dropout masks are judged by their statistics, per array, never by the random gen
 draw order. Every shape and value is drawn from the check's (secret) seed.
 """
 
+import dataclasses
+
 import numpy as np
 
 from course.checks.common import (
@@ -697,7 +699,10 @@ def record_net(out, label, build, params, X, y, before_bn, dropout) -> None:
         keys = [f"dscores:{label}", f"dselfcheck:{label}"]
     else:
         keys = [f"loss:{label}", *[f"grad:{n}, {label}" for n in names], f"selfcheck:{label}"]
-    keys += [f"inputs:{label}"] + ([f"bias:{label}"] if before_bn else [])
+    # Judged only with the loss (or, with dropout, the test-mode scores): a loss that
+    # computes nothing leaves its inputs alone and gives the biases no gradient.
+    prefix = "d" if dropout else ""
+    keys += [f"{prefix}inputs:{label}"] + ([f"{prefix}bias:{label}"] if before_bn else [])
     out.record(keys, compute)
 
 
@@ -772,6 +777,15 @@ def probe_fully_connected_net(student, rng, out):
 
 SELFCHECK_HINT = "a gradient does not match the loss it comes from."
 
+BIAS_RULE = Rule(
+    "gradients of the biases before batch norm, relative to their weights', with",
+    kind="below",
+    rtol=1e-10,
+    hint="batch norm must come after the affine layer (and its bias), before relu.",
+    requires="inputs",  # which requires the loss
+    measure=_bias_ratio,
+)
+
 register(
     Check(
         name="finished_net",
@@ -835,15 +849,12 @@ register(
                 requires="dscores",
                 measure=centred_error(),
             ),
-            "inputs": INPUTS_RULE,
-            "bias": Rule(
-                "gradients of the biases before batch norm, relative to their weights', with",
-                kind="below",
-                rtol=1e-10,
-                hint="batch norm must come after the affine layer (and its bias), before relu.",
-                requires="inputs",  # X and the parameters raw: they depend on the seed
-                measure=_bias_ratio,
-            ),
+            # Credited only with the loss (dropout: the scores): leaving the inputs alone
+            # and giving the biases no gradient is what a loss that computes nothing does.
+            "inputs": dataclasses.replace(INPUTS_RULE, requires="loss"),
+            "dinputs": dataclasses.replace(INPUTS_RULE, requires="dscores"),
+            "bias": BIAS_RULE,
+            "dbias": dataclasses.replace(BIAS_RULE, requires="dinputs"),
             "scores": Rule(
                 "scores in",
                 rtol=1e-9,
