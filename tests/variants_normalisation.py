@@ -294,6 +294,19 @@ MUTANTS = [
         {"finished_net"},
         ("                dout = dropout_backward(dout, drop_cache)\n", "                pass\n"),
     ),
+    m(
+        "net: dropout never applied (the keep ratio accepted and ignored)",
+        NET,
+        {"finished_net"},
+        (
+            "            if self.use_dropout:\n                out, drop_cache",
+            "            if False:\n                out, drop_cache",
+        ),
+        (
+            "            if self.use_dropout:\n                dout = dropout_backward",
+            "            if False:\n                dout = dropout_backward",
+        ),
+    ),
     # predictions
     m(
         "predictions: 0.9 ** 10 (the weight of the start)",

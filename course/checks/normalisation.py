@@ -706,6 +706,78 @@ def record_net(out, label, build, params, X, y, before_bn, dropout) -> None:
     out.record(keys, compute)
 
 
+def record_dropout_in_train_mode(out, student, rng) -> None:
+    """Dropout in train mode, whatever order the student's dropout_forward draws its mask
+    in: a network with one hidden layer whose last weights and bias are zero, so that its
+    scores are 0 and dscores = (1 / C - onehot(y)) / N whatever the mask; with N distinct
+    labels among C > N classes, dW_2 = h.T @ dscores gives the grader the hidden layer
+    after dropout, h, exactly. Recorded, flat: (p, N, H, C), y, then dW_2 with dropout
+    (keep ratio p) and without (keep ratio 1); the grader compares the first with the
+    reference's second (see _dropped_hidden)."""
+    for label, normalization in (("batch norm", "batchnorm"), ("no normalisation", None)):
+        N, D = int(rng.integers(12, 16)), int(rng.integers(6, 9))
+        H, C = int(rng.integers(60, 71)), N + int(rng.integers(1, 4))
+        p = float(rng.uniform(0.5, 0.8))
+        params = {
+            "W1": 0.5 * rng.standard_normal((D, H)),
+            "b1": 0.1 * rng.standard_normal(H),
+            "W2": np.zeros((H, C)),
+            "b2": np.zeros(C),
+        }
+        if normalization:
+            params["gamma1"] = 1 + 0.2 * rng.standard_normal(H)
+            params["beta1"] = 0.2 * rng.standard_normal(H)
+        X, y = rng.standard_normal((N, D)), rng.permutation(C)[:N]
+
+        def compute(params=params, normalization=normalization, X=X, y=y, p=p):
+            found = [np.array([p, len(X), params["W1"].shape[1], len(params["b2"])]), y]
+            for ratio in (p, 1):
+                net = _net(
+                    student, [X.shape[1], params["W1"].shape[1], len(params["b2"])], params,
+                    normalization=normalization, dropout_keep_ratio=ratio,
+                )  # fmt: skip
+                dW = net.loss(X.copy(), y.copy())[1]["W2"]
+                found.append(np.ravel(np.asarray(dW, dtype=np.float64)))
+            return np.concatenate(found).astype(np.float64)
+
+        out.record(f"dtrain:{label}, one hidden layer", compute)
+
+
+def _dropped_hidden(got, want):
+    """measure: the hidden layer after dropout in train mode (recovered from the student's
+    dW_2, see record_dropout_in_train_mode) against the reference's without dropout, h:
+    every unit 0 or h / p, and the share kept among h's nonzero units within SIGMAS
+    standard errors of p (the mask's statistics, never its draw order)."""
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    p, N, H, C = want[0], int(want[1]), int(want[2]), int(want[3])
+    if got.shape != want.shape:
+        return "the observation does not have the reference's shape"
+    y = want[4 : 4 + N].astype(int)
+    dscores = (1.0 / C - np.eye(C)[y]) / N
+
+    def hidden(dW):
+        return np.linalg.lstsq(dscores.T, dW.reshape(H, C).T, rcond=None)[0]
+
+    start = 4 + N
+    h = hidden(got[start : start + H * C])
+    h_true = hidden(want[start + H * C :])
+    if not np.all(np.isfinite(h)):
+        return "the gradient of the last weights is not finite"
+    tol = 1e-7 * float(np.abs(h_true).max())
+    live = np.abs(h_true) > tol
+    if np.all(np.abs(h - h_true) <= tol):
+        return "the hidden layer is the same as without dropout: dropout is not applied"
+    if np.any(np.abs(h[~live]) > tol):
+        return "units that are 0 without dropout are not 0 with it"
+    dropped = np.abs(h) <= tol
+    kept = np.abs(h - h_true / p) <= tol / p
+    if not np.all((dropped | kept)[live]):
+        return "the units after dropout are neither 0 nor their value without dropout / p"
+    share, n = float(kept[live].mean()), int(live.sum())
+    band = SIGMAS * np.sqrt(p * (1 - p) / n)
+    return abs(share - p) <= band or "the share of units kept is not the keep ratio"
+
+
 def probe_fully_connected_net(student, rng, out):
     Net = student.FullyConnectedNet
     for normalization in ("batchnorm", "layernorm"):
@@ -758,6 +830,8 @@ def probe_fully_connected_net(student, rng, out):
             before_bn,
             "dropout_keep_ratio" in setting,
         )
+
+    record_dropout_in_train_mode(out, student, rng)
 
     for normalization in ("batchnorm", "layernorm"):
         params = _net_params(rng, dims, normalization)
@@ -851,6 +925,15 @@ register(
             ),
             # Credited only with the loss (dropout: the scores): leaving the inputs alone
             # and giving the biases no gradient is what a loss that computes nothing does.
+            "dtrain": Rule(
+                "hidden layer after dropout in train mode (0 or its value without dropout "
+                "/ p, and the share kept near p), with",
+                kind="true",
+                weight=2,
+                hint="in train mode each hidden layer's relu output goes through "
+                "dropout_forward with self.dropout_param (keep ratio p, the network's seed).",
+                measure=_dropped_hidden,
+            ),
             "inputs": dataclasses.replace(INPUTS_RULE, requires="loss"),
             "dinputs": dataclasses.replace(INPUTS_RULE, requires="dscores"),
             "bias": BIAS_RULE,
