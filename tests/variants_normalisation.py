@@ -315,6 +315,24 @@ MUTANTS = [
         ("return 1 - momentum**k", "return momentum**k"),
     ),
     m(
+        "predictions: off by one step, 1 - momentum**(k + 1)",
+        PRED,
+        {"predictions"},
+        ("return 1 - momentum**k", "return 1 - momentum ** (k + 1)"),
+    ),
+    m(
+        "predictions: PyTorch's momentum, 1 - (1 - momentum)**k",
+        PRED,
+        {"predictions"},
+        ("return 1 - momentum**k", "return 1 - (1 - momentum) ** k"),
+    ),
+    m(
+        "predictions: a constant near 1 (0.978)",
+        PRED,
+        {"predictions"},
+        ("return 1 - momentum**k", "return 0.978"),
+    ),
+    m(
         "predictions: p, not 1 / p",
         PRED,
         {"predictions"},
