@@ -294,12 +294,43 @@ MUTANTS = [
         {"finished_net"},
         ("                dout = dropout_backward(dout, drop_cache)\n", "                pass\n"),
     ),
+    m(
+        "net: dropout never applied (the keep ratio accepted and ignored)",
+        NET,
+        {"finished_net"},
+        (
+            "            if self.use_dropout:\n                out, drop_cache",
+            "            if False:\n                out, drop_cache",
+        ),
+        (
+            "            if self.use_dropout:\n                dout = dropout_backward",
+            "            if False:\n                dout = dropout_backward",
+        ),
+    ),
     # predictions
     m(
         "predictions: 0.9 ** 10 (the weight of the start)",
         PRED,
         {"predictions"},
         ("return 1 - momentum**k", "return momentum**k"),
+    ),
+    m(
+        "predictions: off by one step, 1 - momentum**(k + 1)",
+        PRED,
+        {"predictions"},
+        ("return 1 - momentum**k", "return 1 - momentum ** (k + 1)"),
+    ),
+    m(
+        "predictions: PyTorch's momentum, 1 - (1 - momentum)**k",
+        PRED,
+        {"predictions"},
+        ("return 1 - momentum**k", "return 1 - (1 - momentum) ** k"),
+    ),
+    m(
+        "predictions: a constant near 1 (0.978)",
+        PRED,
+        {"predictions"},
+        ("return 1 - momentum**k", "return 0.978"),
     ),
     m(
         "predictions: p, not 1 / p",

@@ -10,6 +10,8 @@ Dropout masks are judged by their statistics, per array, never by the random gen
 draw order. Every shape and value is drawn from the check's (secret) seed.
 """
 
+import dataclasses
+
 import numpy as np
 
 from course.checks.common import (
@@ -697,8 +699,83 @@ def record_net(out, label, build, params, X, y, before_bn, dropout) -> None:
         keys = [f"dscores:{label}", f"dselfcheck:{label}"]
     else:
         keys = [f"loss:{label}", *[f"grad:{n}, {label}" for n in names], f"selfcheck:{label}"]
-    keys += [f"inputs:{label}"] + ([f"bias:{label}"] if before_bn else [])
+    # Judged only with the loss (or, with dropout, the test-mode scores): a loss that
+    # computes nothing leaves its inputs alone and gives the biases no gradient.
+    prefix = "d" if dropout else ""
+    keys += [f"{prefix}inputs:{label}"] + ([f"{prefix}bias:{label}"] if before_bn else [])
     out.record(keys, compute)
+
+
+def record_dropout_in_train_mode(out, student, rng) -> None:
+    """Dropout in train mode, whatever order the student's dropout_forward draws its mask
+    in: a network with one hidden layer whose last weights and bias are zero, so that its
+    scores are 0 and dscores = (1 / C - onehot(y)) / N whatever the mask; with N distinct
+    labels among C > N classes, dW_2 = h.T @ dscores gives the grader the hidden layer
+    after dropout, h, exactly. Recorded, flat: (p, N, H, C), y, then dW_2 with dropout
+    (keep ratio p) and without (keep ratio 1); the grader compares the first with the
+    reference's second (see _dropped_hidden)."""
+    for label, normalization in (("batch norm", "batchnorm"), ("no normalisation", None)):
+        N, D = int(rng.integers(12, 16)), int(rng.integers(6, 9))
+        H, C = int(rng.integers(60, 71)), N + int(rng.integers(1, 4))
+        p = float(rng.uniform(0.5, 0.8))
+        params = {
+            "W1": 0.5 * rng.standard_normal((D, H)),
+            "b1": 0.1 * rng.standard_normal(H),
+            "W2": np.zeros((H, C)),
+            "b2": np.zeros(C),
+        }
+        if normalization:
+            params["gamma1"] = 1 + 0.2 * rng.standard_normal(H)
+            params["beta1"] = 0.2 * rng.standard_normal(H)
+        X, y = rng.standard_normal((N, D)), rng.permutation(C)[:N]
+
+        def compute(params=params, normalization=normalization, X=X, y=y, p=p):
+            found = [np.array([p, len(X), params["W1"].shape[1], len(params["b2"])]), y]
+            for ratio in (p, 1):
+                net = _net(
+                    student, [X.shape[1], params["W1"].shape[1], len(params["b2"])], params,
+                    normalization=normalization, dropout_keep_ratio=ratio,
+                )  # fmt: skip
+                dW = net.loss(X.copy(), y.copy())[1]["W2"]
+                found.append(np.ravel(np.asarray(dW, dtype=np.float64)))
+            return np.concatenate(found).astype(np.float64)
+
+        out.record(f"dtrain:{label}, one hidden layer", compute)
+
+
+def _dropped_hidden(got, want):
+    """measure: the hidden layer after dropout in train mode (recovered from the student's
+    dW_2, see record_dropout_in_train_mode) against the reference's without dropout, h:
+    every unit 0 or h / p, and the share kept among h's nonzero units within SIGMAS
+    standard errors of p (the mask's statistics, never its draw order)."""
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    p, N, H, C = want[0], int(want[1]), int(want[2]), int(want[3])
+    if got.shape != want.shape:
+        return "the observation does not have the reference's shape"
+    y = want[4 : 4 + N].astype(int)
+    dscores = (1.0 / C - np.eye(C)[y]) / N
+
+    def hidden(dW):
+        return np.linalg.lstsq(dscores.T, dW.reshape(H, C).T, rcond=None)[0]
+
+    start = 4 + N
+    h = hidden(got[start : start + H * C])
+    h_true = hidden(want[start + H * C :])
+    if not np.all(np.isfinite(h)):
+        return "the gradient of the last weights is not finite"
+    tol = 1e-7 * float(np.abs(h_true).max())
+    live = np.abs(h_true) > tol
+    if np.all(np.abs(h - h_true) <= tol):
+        return "the hidden layer is the same as without dropout: dropout is not applied"
+    if np.any(np.abs(h[~live]) > tol):
+        return "units that are 0 without dropout are not 0 with it"
+    dropped = np.abs(h) <= tol
+    kept = np.abs(h - h_true / p) <= tol / p
+    if not np.all((dropped | kept)[live]):
+        return "the units after dropout are neither 0 nor their value without dropout / p"
+    share, n = float(kept[live].mean()), int(live.sum())
+    band = SIGMAS * np.sqrt(p * (1 - p) / n)
+    return abs(share - p) <= band or "the share of units kept is not the keep ratio"
 
 
 def probe_fully_connected_net(student, rng, out):
@@ -754,6 +831,8 @@ def probe_fully_connected_net(student, rng, out):
             "dropout_keep_ratio" in setting,
         )
 
+    record_dropout_in_train_mode(out, student, rng)
+
     for normalization in ("batchnorm", "layernorm"):
         params = _net_params(rng, dims, normalization)
         batches = [
@@ -771,6 +850,15 @@ def probe_fully_connected_net(student, rng, out):
 
 
 SELFCHECK_HINT = "a gradient does not match the loss it comes from."
+
+BIAS_RULE = Rule(
+    "gradients of the biases before batch norm, relative to their weights', with",
+    kind="below",
+    rtol=1e-10,
+    hint="batch norm must come after the affine layer (and its bias), before relu.",
+    requires="inputs",  # which requires the loss
+    measure=_bias_ratio,
+)
 
 register(
     Check(
@@ -835,15 +923,21 @@ register(
                 requires="dscores",
                 measure=centred_error(),
             ),
-            "inputs": INPUTS_RULE,
-            "bias": Rule(
-                "gradients of the biases before batch norm, relative to their weights', with",
-                kind="below",
-                rtol=1e-10,
-                hint="batch norm must come after the affine layer (and its bias), before relu.",
-                requires="inputs",  # X and the parameters raw: they depend on the seed
-                measure=_bias_ratio,
+            # Credited only with the loss (dropout: the scores): leaving the inputs alone
+            # and giving the biases no gradient is what a loss that computes nothing does.
+            "dtrain": Rule(
+                "hidden layer after dropout in train mode (0 or its value without dropout "
+                "/ p, and the share kept near p), with",
+                kind="true",
+                weight=2,
+                hint="in train mode each hidden layer's relu output goes through "
+                "dropout_forward with self.dropout_param (keep ratio p, the network's seed).",
+                measure=_dropped_hidden,
             ),
+            "inputs": dataclasses.replace(INPUTS_RULE, requires="loss"),
+            "dinputs": dataclasses.replace(INPUTS_RULE, requires="dscores"),
+            "bias": BIAS_RULE,
+            "dbias": dataclasses.replace(BIAS_RULE, requires="dinputs"),
             "scores": Rule(
                 "scores in",
                 rtol=1e-9,
@@ -927,20 +1021,29 @@ register(
 
 def probe_predictions(student, rng, out):
     # Settings from the (secret) seed: an answer written for the notebook's settings
-    # alone (a number, not the formula) is right only there.
-    k, momentum = int(rng.integers(3, 30)), float(rng.uniform(0.8, 0.97))
-    p = float(rng.uniform(0.2, 0.9))
-    gamma, beta = float(rng.uniform(0.3, 0.8)), float(rng.uniform(1.5, 4.0))  # never close
+    # alone (a number, not the formula) is right only there. Three settings each, judged
+    # together: a constant, or a near formula (1 - momentum**(k + 1), PyTorch's
+    # 1 - (1 - momentum)**k), must not fall within the 2% band of all three by chance.
+    # The momentum is drawn so that momentum**k lies in [0.15, 0.85]: 1 - momentum**k far
+    # from 1, where the near formulas differ from it (in 20,000 draws, none of those
+    # passed all three).
+    ks = rng.choice(np.arange(3, 16), size=3, replace=False)
+    momenta = rng.uniform(0.15, 0.85, size=3) ** (1 / ks)
+    ps = rng.uniform(0.2, 0.9, size=3)
+    gammas, betas = rng.uniform(0.3, 0.8, size=3), rng.uniform(1.5, 4.0, size=3)  # never close
+    running = list(zip(ks.tolist(), momenta.tolist(), strict=True))
     out.record(
         "running:running mean after k steps, as a fraction of the batch mean",
-        lambda: float(student.predicted_running_fraction(k, momentum)),
+        lambda: np.array([student.predicted_running_fraction(k, m) for k, m in running], float),
     )
     out.record(
-        "scale:test / train mean without 1 / p", lambda: float(student.predicted_test_scale(p))
+        "scale:test / train mean without 1 / p",
+        lambda: np.array([student.predicted_test_scale(p) for p in ps.tolist()], float),
     )
+    one = list(zip(gammas.tolist(), betas.tolist(), strict=True))
     out.record(
         "one:mean output of a batch of one",
-        lambda: float(student.predicted_batch_of_one_output(gamma, beta)),
+        lambda: np.array([student.predicted_batch_of_one_output(g, b) for g, b in one], float),
     )
 
 
