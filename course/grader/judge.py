@@ -78,6 +78,8 @@ def judge_one(key: str, got, want, rule: Rule) -> Result:
             ok = isinstance(value, bool | np.bool_) and bool(value)
             why = value if isinstance(value, str) else "does not hold"
             return Result(key, ok, rule.weight, "" if ok else f"{label}: {why}.{hint}")
+        if isinstance(value, str):  # the measure's own reason to fail
+            return Result(key, False, rule.weight, f"{label}: {value}.{hint}")
         if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.floating):
             value = math.inf
         value = float(value)
