@@ -79,14 +79,36 @@ def network_loss_observed(build, params: dict, X, y, names) -> tuple:
     return loss, grads, left, stacked(*observed)
 
 
-def centred_error(h: float = STEP):
-    """measure: the relative error between a student's gradient and the centred
-    difference of their own forward values, (f(x+h) - f(x-h)) / 2h."""
+# The student's forward values at the nudged inputs must be a correct forward pass's: the
+# reference run nudges its own forward at the same inputs, so those values are checked like
+# any forward output. Otherwise a forward that answers a constant only while it is being
+# nudged (it can see the grader's frames) makes a zero gradient agree with "its own"
+# centred differences (round 7). Alternates differ from the reference by rounding only.
+NUDGED_FORWARD_RTOL = 1e-7
 
-    def measure(got, want) -> float:
+
+def centred_error(h: float = STEP, forward_is_the_references: bool = True):
+    """measure: the relative error between a student's gradient and the centred
+    difference of their own forward values, (f(x+h) - f(x-h)) / 2h, credited only where
+    those forward values are a correct forward pass's (the reference's, at the same
+    nudged inputs). forward_is_the_references=False where a correct forward pass need not
+    give the reference's values (it draws its own dropout mask): then only the agreement."""
+
+    def measure(got, want):
         got = np.asarray(got, dtype=np.float64)
         if got.ndim != 2 or got.shape[0] != 3:
             return float("inf")
+        want = np.asarray(want, dtype=np.float64)
+        if forward_is_the_references and want.shape != got.shape:
+            return float("inf")
+        if forward_is_the_references and rounding_aware_error(got[1:], want[1:]) > (
+            NUDGED_FORWARD_RTOL
+        ):
+            return (
+                "your forward values at the nudged inputs are not a correct forward "
+                "pass's (does your code answer differently when it is called again, or "
+                "while it is being checked?)"
+            )
         return rounding_aware_error(got[0], (got[1] - got[2]) / (2 * h))
 
     return measure

@@ -78,6 +78,8 @@ def judge_one(key: str, got, want, rule: Rule) -> Result:
             ok = isinstance(value, bool | np.bool_) and bool(value)
             why = value if isinstance(value, str) else "does not hold"
             return Result(key, ok, rule.weight, "" if ok else f"{label}: {why}.{hint}")
+        if isinstance(value, str):  # the measure's own reason to fail
+            return Result(key, False, rule.weight, f"{label}: {value}.{hint}")
         if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.floating):
             value = math.inf
         value = float(value)
@@ -180,9 +182,13 @@ def same_for_the_judge(stored, fresh, rule: Rule) -> bool:
         return stored == fresh
     if rule.kind in ("below", "true") and rule.uses is None:
         # An observation judged by a measure (forward values at nudged inputs, sample
-        # moments): only the verdict the grader draws from it must agree.
+        # moments): the stored value stays while the fresh one passes against it (a measure
+        # that reads the reference, such as the forward values at nudged inputs, then
+        # still agrees with it), and only the verdict the grader draws from it must agree.
         return (
-            judge_one("", stored, stored, rule).passed == judge_one("", fresh, fresh, rule).passed
+            judge_one("", fresh, stored, rule).passed
+            and judge_one("", stored, stored, rule).passed
+            == judge_one("", fresh, fresh, rule).passed
         )
     if rule.kind in ("below", "true"):  # a trusted value the probe computed
         return judge_one("", fresh, stored, Rule("", rtol=1e-9)).passed
