@@ -921,7 +921,9 @@ register(
                 hint="with the seed, every call draws the same mask: backpropagate through "
                 "that mask (and its 1 / p).",
                 requires="dscores",
-                measure=centred_error(),
+                # The mask is the student's own draw (the API fixes no draw order), so
+                # their nudged losses need not be the reference's: only the agreement.
+                measure=centred_error(forward_is_the_references=False),
             ),
             # Credited only with the loss (dropout: the scores): leaving the inputs alone
             # and giving the biases no gradient is what a loss that computes nothing does.

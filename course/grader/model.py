@@ -33,9 +33,10 @@ class Rule:
     "true" (an invariant), "below" (an error measure, at most rtol).
     measure: for "true" and "below", the grader-side function that decides, from
     (the student's observation, the reference's observation) of that key: a float (or a
-    reason to fail, str) for "below", True or a reason (str) for "true". The kernel only observes (raw results,
-    arrays after a call, forward values at nudged inputs); it never sends a conclusion,
-    and nothing it sends is read as a boolean or an error (tests/test_observations.py).
+    reason to fail, str) for "below", True or a reason (str) for "true". The kernel only
+    observes (raw results, arrays after a call, forward values at nudged inputs); it never
+    sends a conclusion, and nothing it sends is read as a boolean or an error
+    (tests/test_observations.py).
     what: the words used in messages, e.g. "gradient"; hint: the likely mistake.
     """
 

@@ -1108,7 +1108,8 @@ plt.show()
 for (kind, warmup), runs_of in ln_curves.items():
     runs_of = np.array(runs_of)
     diverged = int(np.sum(~np.isfinite(runs_of[:, -1])))
-    print(f"{kind:>7}, warm-up {warmup:>2} steps: loss at the end {spread(runs_of[:, -10:].mean(1))},",
+    end = spread(runs_of[:, -10:].mean(1))
+    print(f"{kind:>7}, warm-up {warmup:>2} steps: loss at the end {end},",
           f"diverged {diverged} of {len(SEEDS)}")  # fmt: skip
 print(f"chance: log V = {np.log(V):.3f}")
 
@@ -1163,7 +1164,8 @@ with tqdm(total=len(decay_rules) * len(SEEDS), desc="weight decay") as bar:
             m = TinyTransformer(V + 1, 32, 4, 1, seed=seed)
             curve = train(m, DECAY_STEPS, DECAY_L, V, RATE, BATCH, seed, update=adamw, config=rule)
             gains = np.concatenate([v for k, v in m.params.items() if k.endswith("gamma")])
-            results.append((curve[-10:].mean(), np.sqrt(np.mean(gains**2)), copy_accuracy(m, DECAY_L, V)))  # fmt: skip
+            gain_rms = np.sqrt(np.mean(gains**2))
+            results.append((curve[-10:].mean(), gain_rms, copy_accuracy(m, DECAY_L, V)))
             bar.update()
         decay_runs[label] = np.array(results)
 for label, r in decay_runs.items():
