@@ -158,7 +158,11 @@ def lab(instructor: bool = False, extra: list[str] | None = None, root: Path | N
 
     root = Path(root).resolve() if root else course_root()
     if not (root / "nbgrader_config.py").is_file():
-        print(f"course lab: {root} is not a course directory (no nbgrader_config.py)")
+        print(
+            f"course lab: {root} is not a course directory (no nbgrader_config.py): give "
+            "--course the folder that holds it, e.g. --course demo/course",
+            file=sys.stderr,
+        )
         return 2
     if not instructor:
         copied = prepare(root)
