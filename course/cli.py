@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 from pathlib import Path
 
 from course.paths import course_root, tool_env
@@ -202,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         return commands.add_parser(
             name,
             help=what,
-            description=f"{what[0].upper()}{what[1:]}.",
+            description=textwrap.fill(f"{what[0].upper()}{what[1:]}.", 88),
             epilog=f"example{'s' if len(examples) > 1 else ''}:\n{shown}",
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
