@@ -460,14 +460,33 @@ __all__ = ["GuardedExecute", "JudgeHiddenChecks", "SeedHiddenChecks"]
 
 # ---------------------------------------------------------------- feedback
 
-# A report's lines wrap inside their box (a "Likely mistake" line ran off its right edge);
+# A report's lines wrap inside their box (a "Likely mistake" line ran off its right edge,
+# the formgrader clipped it), between words: Bootstrap, which both pages load, breaks a
+# <pre> anywhere (`word-break: break-all`), "batchnorm_f" / "orward". A word longer than
+# the line still breaks rather than overflow.
+REPORT_CSS = """
+div.output_area pre { white-space: pre-wrap; word-break: normal; overflow-wrap: break-word; }
+"""
 # nbgrader's own table of contents, which calls every hidden check "Test cell" and lists a
 # "Comment" per answer, gives way to ExerciseFeedback's table.
-FEEDBACK_CSS = """
-div.output_area pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+FEEDBACK_CSS = (
+    REPORT_CSS
+    + """
 div#toc { display: none; }
 table.exercises td, table.exercises th { padding: 0 1em; }
 """
+)
+
+
+class ReportCSS(NbGraderPreprocessor):
+    """The formgrader's view of a submission: reports that wrap between words, as on the
+    feedback page (ExerciseFeedback adds the same there). Run by the course's formgrade
+    template settings (templates/formgrade/conf.json), after the classic template's
+    CSSHTMLHeaderPreprocessor, which replaces the page's CSS."""
+
+    def preprocess(self, nb, resources):
+        resources.setdefault("inlining", {}).setdefault("css", []).append(REPORT_CSS)
+        return nb, resources
 
 
 HEADING = re.compile(r"^#{1,3}\s+(.+?)\s*#*\s*$")
