@@ -141,7 +141,46 @@ def course_dir(tmp_path_factory):
         "self.grad += self.data * out.grad",
     )
     nbformat.write(fill(release, {**solutions, "value_core": wrong_mul}), work / "buggy.ipynb")
+    # 07's explorer of the gradient's reach, in small: forget_bias acts on the LSTM only.
+    controls = nbformat.v4.new_notebook(metadata=release.metadata)
+    controls.cells = [nbformat.v4.new_code_cell(CONTROLS)]
+    nbformat.write(controls, work / "controls.ipynb")
     return course.root
+
+
+CONTROLS = """\
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+
+from course.notebook import explore_plot
+
+
+def draw(radius=1.0, cell="rnn", forget_bias=0.0):
+    fig, ax = plt.subplots(figsize=(4, 2))
+    ax.set_title(f"{cell}, spectral radius {radius}, forget bias {forget_bias}")
+    plt.show()
+
+
+_ = explore_plot(
+    draw,
+    shown_when={"forget_bias": lambda values: values["cell"] == "lstm"},
+    radius=widgets.FloatSlider(value=1.4, min=0.2, max=3.0, step=0.1),
+    cell=["rnn", "lstm"],
+    forget_bias=widgets.FloatSlider(value=0.0, min=-2.0, max=4.0, step=0.5),
+)
+"""
+
+
+def close_current_tab(page):
+    page.locator(".lm-TabBar-tab.lm-mod-current .lm-TabBar-tabCloseIcon").first.click()
+
+
+def shut_down_kernel_of(lab: Lab, path: str):
+    for session in lab.sessions():
+        if session["path"] == path:
+            request = urllib.request.Request(lab.url(f"/api/sessions/{session['id']}"))
+            request.method = "DELETE"
+            urllib.request.urlopen(request, timeout=10)
 
 
 def open_notebook(page, lab: Lab, path: str):
@@ -224,6 +263,40 @@ def test_student_lab(browser, course_dir):
         page.wait_for_timeout(2_000)
         assert page.locator(".jp-mod-dirty").count() == 0
         assert page.locator(".jp-Dialog").count() == 0
+
+        # Opened and closed untouched, a copy is as it was (issue 33, item 5): JupyterLab
+        # writes the kernel's language_info into the notebook it opens, and a copy that
+        # lacked it opened as modified.
+        untouched = course_dir / "work" / "02_linear" / "linear.ipynb"
+        before = untouched.read_bytes()
+        open_notebook(page, lab, "work/02_linear/linear.ipynb")
+        page.wait_for_timeout(2_000)  # the kernel's info reaches the notebook after idle
+        page.screenshot(path=ARTEFACTS / "2-opened-untouched.png")
+        assert page.locator(".lm-TabBar-tab.lm-mod-current.jp-mod-dirty").count() == 0
+        close_current_tab(page)
+        page.wait_for_timeout(1_000)
+        assert page.locator(".jp-Dialog").count() == 0  # no "save your changes?"
+        assert untouched.read_bytes() == before
+        shut_down_kernel_of(lab, "work/02_linear/linear.ipynb")
+
+        # Only the controls that act on what is drawn (issue 33, item 7): the plain RNN has
+        # no forget gate, so its slider shows only once the LSTM is chosen.
+        open_notebook(page, lab, "work/01_backprop/controls.ipynb")
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+        page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+        radius = page.locator(".widget-slider", has_text="radius").first
+        forget_bias = page.locator(".widget-slider", has_text="forget_bias").first
+        radius.wait_for(timeout=60_000)
+        forget_bias.wait_for(state="attached")
+        page.locator("img.widget-image").first.wait_for(timeout=60_000)
+        assert radius.is_visible() and not forget_bias.is_visible()
+        page.screenshot(path=ARTEFACTS / "2-controls-rnn.png")
+        page.locator(".widget-dropdown select").first.select_option("lstm")
+        forget_bias.wait_for(state="visible", timeout=30_000)
+        page.screenshot(path=ARTEFACTS / "2-controls-lstm.png")
+        page.keyboard.press("Control+s")
+        page.wait_for_function(SAVED, timeout=30_000)
+        shut_down_kernel_of(lab, "work/01_backprop/controls.ipynb")
 
         open_notebook(page, lab, "work/01_backprop/backprop.ipynb")
         page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
