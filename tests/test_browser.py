@@ -296,6 +296,7 @@ def test_student_lab(browser, course_dir):
         page.screenshot(path=ARTEFACTS / "2-controls-lstm.png")
         page.keyboard.press("Control+s")
         page.wait_for_function(SAVED, timeout=30_000)
+        close_current_tab(page)  # its widgets leave the page: the locators below find 01's
         shut_down_kernel_of(lab, "work/01_backprop/controls.ipynb")
 
         open_notebook(page, lab, "work/01_backprop/backprop.ipynb")
