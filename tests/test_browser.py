@@ -387,3 +387,64 @@ def test_instructor_lab_opens_the_formgrader(browser, course_dir):
         page.close()
     finally:
         lab.stop()
+
+
+LONG_REPORT = (
+    "batchnorm_backward: 0.5 of 2 points\n"
+    "  FAIL  dx matches a numerical gradient of the loss through batchnorm_forward on a fresh "
+    "batch of 7 examples with 5 features (relative error 3.1e-01, at most 1e-07 passes)\n"
+    "        Likely mistake: the closed form drops the term of dx that flows through the batch "
+    "mean, -mean(dxhat * xhat) * xhat / sqrt(var + eps); check that dx sums to zero.\n"
+)
+# Characters of one word that a line break separates, in each report (<pre>) of the page.
+WORDS_CUT = """() => {
+  const cuts = [];
+  for (const pre of document.querySelectorAll('div.output_area pre')) {
+    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const text = node.textContent, range = document.createRange();
+      let top = null;
+      for (let i = 0; i < text.length; i++) {
+        range.setStart(node, i);
+        range.setEnd(node, i + 1);
+        const box = range.getClientRects()[0];
+        if (box && top !== null && /\\S/.test(text[i]) && /\\S/.test(text[i - 1]) &&
+            box.top > top + 1) cuts.push(text.slice(Math.max(0, i - 12), i + 12));
+        top = box ? box.top : null;
+      }
+    }
+  }
+  return cuts;
+}"""
+
+
+@pytest.mark.parametrize("template", ["feedback", "formgrade"])
+def test_reports_wrap_between_words_in_chromium(browser, tmp_path, template):
+    """A report's long lines wrap inside their box, between words, on a narrow window: the
+    feedback page and the formgrader's view, with their own Bootstrap (issue 33, item 4)."""
+    import nbgrader.server_extensions.formgrader as formgrader
+    from nbformat.v4 import new_markdown_cell, new_notebook
+
+    from tests.test_feedback_page import graded_cell, rendered
+
+    nb = new_notebook(
+        cells=[
+            new_markdown_cell("### Exercise 1.2: batch norm, backward: $dx$"),
+            graded_cell("batchnorm_backward", 0.5, 2, LONG_REPORT),
+        ]
+    )
+    # The formgrader's page loads its CSS from <base_url>/formgrader/static/: the installed.
+    served = Path(formgrader.__file__).resolve().parent.parent.as_uri()
+    html = tmp_path / f"{template}.html"
+    html.write_text(rendered(template, nb, base_url=served))
+    page = browser.new_page(viewport={"width": 800, "height": 700})
+    page.goto(html.as_uri())
+    page.wait_for_timeout(500)
+    page.screenshot(path=ARTEFACTS / f"6-report-{template}.png", full_page=True)
+    widths = page.evaluate(
+        "() => [...document.querySelectorAll('div.output_area pre')]"
+        ".map(p => [p.scrollWidth, p.clientWidth])"
+    )
+    assert widths and all(scroll <= client for scroll, client in widths), widths  # not clipped
+    assert page.evaluate(WORDS_CUT) == []
+    page.close()
