@@ -43,10 +43,15 @@ def run_check(course, notebook, terminal=False):
     command = [sys.executable, "-m", "course.cli", "check", str(notebook)]
     if not terminal:
         return subprocess.run(command, env=env, capture_output=True, text=True, cwd=course.root)
+    import fcntl
     import os
     import pty
+    import struct
+    import termios
 
     leader, follower = pty.openpty()
+    # A terminal of 200 columns: tqdm cuts its line to the terminal's width (0 unset).
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
     with subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=follower, text=True, cwd=course.root
     ) as proc:
