@@ -5,6 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.runtime-stamp
 DEV_STAMP := $(VENV)/.dev-stamp
 PORT ?= 8888
+ARGS ?=
 
 .PHONY: setup dev sandbox workspace lab lab-instructor hub test release demo bench format lint clean
 
@@ -42,11 +43,13 @@ workspace: setup
 	$(BIN)/python -m course.workspace
 
 # `course lab` also puts .venv/bin on PATH: the formgrader runs `alembic` by name.
+# ARGS go to `jupyter lab` as they are, after --port (the last --port wins), e.g.
+# make lab ARGS="--no-browser --port 9999 --ip 0.0.0.0"
 lab: setup
-	$(BIN)/course lab -- --port=$(PORT)
+	$(BIN)/course lab -- --port=$(PORT) $(ARGS)
 
 lab-instructor: setup
-	$(BIN)/course lab --instructor -- --port=$(PORT)
+	$(BIN)/course lab --instructor -- --port=$(PORT) $(ARGS)
 
 # The class on JupyterHub for a try-out, as root (README: "A class on JupyterHub"):
 # installs into /opt/everything-leaks, adds an instructor and two students, prints how to

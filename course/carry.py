@@ -54,6 +54,9 @@ HEADER = (
 )
 
 _sources_root: Path | None = None  # set by from_sources(): carry from source/ in memory
+# How many carried modules are being imported: a module's own carry calls (05's module
+# carries 03 and 04) are silent, so a cell reports the module it names, once.
+_importing = 0
 
 
 class CarriedCodeMissing(NotImplementedError):
@@ -136,7 +139,8 @@ def module_text(nb: nbformat.NotebookNode, origin: str, failed: dict | None = No
         if name == grade_id or name.startswith(f"{grade_id}_")
     }
     parts.append(
-        f"__unwritten__ = {unwritten!r}\n__broken__ = {broken!r}\n__lost_points__ = {lost!r}\n"
+        f"__origin__ = {origin!r}\n__unwritten__ = {unwritten!r}\n__broken__ = {broken!r}\n"
+        f"__lost_points__ = {lost!r}\n"
     )
     return "\n\n".join(parts)
 
@@ -239,11 +243,15 @@ def _load(assignment: str, here: Path) -> tuple[types.ModuleType | None, str, st
     module = types.ModuleType(name)
     module.__file__ = str(here / f"{name}.py")
     sys.modules[name] = module  # fresh each time, so a re-run brings a fix in
+    global _importing
+    _importing += 1
     try:
         exec(compile(text, module.__file__, "exec"), module.__dict__)  # noqa: S102
     except Exception as exc:  # noqa: BLE001 (the learner's code: report it, do not crash)
         del sys.modules[name]
         return None, origin, f"importing it raised {type(exc).__name__}: {exc}"
+    finally:
+        _importing -= 1
     return module, origin, ""
 
 
@@ -264,25 +272,28 @@ def carry(assignment: str, names: str) -> tuple:
     Prints one line saying where they come from, and one line per function that is
     missing, not written yet, or broken, with how to fix it; such a function is returned as
     a placeholder that raises CarriedCodeMissing with the same words, so nothing crashes
-    before it is used.
+    before it is used. The carry calls of a carried module itself print nothing: what they
+    miss is said where it is used (its placeholder raises), or by the cell that carries
+    that module.
     """
     wanted = names.split()
     if not wanted:
         raise ValueError("carry: name at least one function")
     here = Path(os.getcwd()).resolve()
     module, origin, why = _load(assignment, here)
-    fix = f"fix it in {assignment}, save, then re-run this cell"
+    notebook = getattr(module, "__origin__", assignment)
+    then = (
+        "then re-run this cell"
+        if here.parent == _course_root() / "work"  # carry exports again
+        else "run `course export`, then re-run this cell"
+    )
+    fix = f"fix it in {notebook}, save, {then}"
     found, problems = [], []
     for name in wanted:
         if module is None:
             problems.append((name, why))
         elif name in getattr(module, "__unwritten__", ()):
-            problems.append(
-                (
-                    name,
-                    f"not written yet in {assignment}: write it there, save, then re-run this cell",
-                )
-            )
+            problems.append((name, f"not written yet: write it in {notebook}, save, {then}"))
         elif name in getattr(module, "__broken__", {}):
             problems.append((name, f"{module.__broken__[name]}; {fix}"))
         elif not hasattr(module, name):
@@ -293,12 +304,14 @@ def carry(assignment: str, names: str) -> tuple:
             found.append(name)
             if name in getattr(module, "__lost_points__", {}):
                 problems.append((name, f"it lost {module.__lost_points__[name]}; {fix}"))
-    if module is None:
+    if _importing:
+        pass  # a carried module's own carry: silent (see above)
+    elif module is None:
         print(f"Your code from {assignment} is missing ({why}).")
     else:
         print(f"From {assignment} ({origin}): {', '.join(found) or 'nothing usable'}.")
         for name, problem in problems:
-            print(f"  `{name}` from {assignment}: {problem}.")
+            print(f"  `{name}`: {problem}.")
     missing = {n: why for n, why in problems if n not in found}
     return tuple(
         _placeholder(n, assignment, missing[n]) if n in missing else getattr(module, n)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 from pathlib import Path
 
 from course.paths import course_root, tool_env
@@ -50,6 +51,15 @@ def _grade(args) -> int:
     from course.grader.nbgrader_ext import GraderFault
     from course.grader.sandbox import SandboxUnavailable
 
+    root = course_root()
+    known = sorted(p.name for p in (root / "release").glob("*") if p.is_dir())
+    if args.assignment not in known:
+        print(
+            f"course grade: no assignment {args.assignment!r} in {root / 'release'}: name one "
+            f"of {', '.join(known) or '(none: run `course build`)'}",
+            file=sys.stderr,
+        )
+        return 2
     try:
         scheduler = args.scheduler and checked(args.scheduler, args.tls, args.insecure_scheduler)
     except ClusterError as exc:
@@ -57,13 +67,13 @@ def _grade(args) -> int:
         return 2
     try:
         statuses = autograde.grade(
-            course_root(),
+            root,
             args.assignment,
             sandboxed=not args.unsandboxed,
             scheduler=scheduler or None,
             **{k: v for k, v in vars(args).items() if k in ("workers", "force")},
         )
-    except SandboxUnavailable as exc:
+    except (SandboxUnavailable, FileNotFoundError) as exc:
         print(f"course grade: nothing graded: {exc}", file=sys.stderr)
         return 2
     except (GraderFault, InputsError) as exc:
@@ -90,10 +100,19 @@ def _export(args) -> int:
     root = course_root()
     work = Path(args.work) if args.work else root / "work"
     if not work.is_dir():
-        print(f"course export: no folder {work}: run `make lab` first", file=sys.stderr)
+        print(
+            f"course export: no folder {work}: run `make lab` first (it makes work/), or name "
+            "your assignments' folder with --work",
+            file=sys.stderr,
+        )
         return 2
     if args.assignment and not (work / args.assignment).is_dir():
-        print(f"course export: no assignment folder {work / args.assignment}", file=sys.stderr)
+        known = sorted(p.name for p in work.iterdir() if p.is_dir())
+        print(
+            f"course export: no assignment folder {work / args.assignment}: name one of "
+            f"{', '.join(known) or '(none yet: run `make lab`)'}",
+            file=sys.stderr,
+        )
         return 2
     written = export(root, only=args.assignment, work=work)
     if not written:
@@ -149,19 +168,68 @@ def _bench(args) -> int:
     )
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, whose errors also say where to read more (the command's --help)."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}\nsee `{self.prog} --help`\n")
+
+
+def positive(text: str) -> int:
+    """A whole number of at least 1 (--workers)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1, e.g. 2")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="course", description=__doc__.split("\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("build", help="regenerate source notebooks, release/ and references/")
-    commands.add_parser("references", help="recompute references/ from the source solutions")
-    grade = commands.add_parser(
-        "grade", help="autograde every submission; report what needs attention"
+    parser = Parser(
+        prog="course",
+        description=__doc__.split("\n")[0],
+        epilog="example: course check work/01_backprop/backprop.ipynb\n"
+        "Each command has its own --help, e.g. `course grade --help`.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    grade.add_argument("assignment", help="e.g. 01_backprop")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, what: str, *examples: str) -> argparse.ArgumentParser:
+        """A subcommand whose --help says what it does and shows how it is called."""
+        shown = "\n".join(f"  {e}" for e in examples)
+        return commands.add_parser(
+            name,
+            help=what,
+            description=textwrap.fill(f"{what[0].upper()}{what[1:]}.", 88),
+            epilog=f"example{'s' if len(examples) > 1 else ''}:\n{shown}",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+
+    command(
+        "build",
+        "regenerate source notebooks, release/ and references/ from source/*/*.pct.py",
+        "course build",
+    )
+    command(
+        "references",
+        "recompute references/ from the source solutions (source/ and release/ untouched)",
+        "course references",
+    )
+    grade = command(
+        "grade",
+        "autograde every submission of an assignment in submitted/*/<assignment>/ and print "
+        "one line per student: the score, or why it was not graded",
+        "course grade 01_backprop",
+        "course grade 01_backprop --workers 2 --force",
+    )
+    grade.add_argument("assignment", help="a folder of release/, e.g. 01_backprop")
     # One source of defaults, autograde.grade's: an option left out is not passed on.
     grade.add_argument(
         "--workers",
-        type=int,
+        type=positive,
         default=argparse.SUPPRESS,
         help="execute this many submissions at once (default: one per core)",
     )
@@ -194,8 +262,11 @@ def main(argv: list[str] | None = None) -> int:
         help="run grading kernels without the sandbox (only on purpose: "
         "student code then runs with your rights)",
     )
-    check = commands.add_parser(
-        "check", help="grade one notebook of yours, as the instructor would"
+    check = command(
+        "check",
+        "grade one notebook of yours, as the instructor would, and write its feedback "
+        "(<name>.feedback.html) beside it",
+        "course check work/01_backprop/backprop.ipynb",
     )
     check.add_argument("notebook", help="e.g. work/01_backprop/backprop.ipynb")
     check.add_argument(
@@ -203,9 +274,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run the kernel without the sandbox (where bubblewrap is missing)",
     )
-    export = commands.add_parser(
+    export = command(
         "export",
-        help="write your `#| export` cells of work/<a>/ into my_<a>.py of each later assignment",
+        "write your `#| export` cells of work/<a>/ into my_<a>.py of each later assignment",
+        "course export",
+        "course export 04_optimisers",
     )
     export.add_argument(
         "assignment", nargs="?", help="only into this assignment's folder, e.g. 04_optimisers"
@@ -215,15 +288,18 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="the folder holding your assignment folders (default: work/ of the course)",
     )
-    validate = commands.add_parser(
+    validate = command(
         "validate",
-        help="run a notebook from a fresh kernel as Validate does; exit 1 if any cell fails",
+        "run a notebook from a fresh kernel as Validate does; exit 1 if any cell fails",
+        "course validate work/01_backprop/backprop.ipynb",
     )
     validate.add_argument("notebook", help="e.g. work/01_backprop/backprop.ipynb")
-    lab = commands.add_parser(
+    lab = command(
         "lab",
-        help="copy new assignments into work/ and open JupyterLab on the start page "
-        "(what `make lab` does, on every platform)",
+        "copy new assignments into work/ and open JupyterLab on the start page "
+        "(what `make lab` does, on every platform); JupyterLab's own options go after --",
+        "course lab",
+        "course lab --instructor -- --no-browser --port 9999",
     )
     lab.add_argument(
         "--instructor",
@@ -236,23 +312,30 @@ def main(argv: list[str] | None = None) -> int:
         help="another course directory, e.g. demo/course (default: this checkout's)",
     )
     lab.add_argument(
-        "jupyter_args", nargs="*", help="passed to `jupyter lab` after `--`, e.g. -- --port=8890"
+        "jupyter_args",
+        nargs="*",
+        help="passed to `jupyter lab` after `--`, e.g. -- --no-browser --port=8890",
     )
-    demo = commands.add_parser(
+    demo = command(
         "demo",
-        help="a graded demo class in demo/course (open it with `course lab --instructor "
+        "grade a demo class in demo/course, headless (open it with `course lab --instructor "
         "--course demo/course`)",
+        "course demo",
+        "course demo --into /tmp/demo",
     )
     demo.add_argument(
         "--into", type=Path, help="folder of the demo (default: demo/ in the course directory)"
     )
-    certs = commands.add_parser(
+    certs = command(
         "cluster-certs",
-        help="make the TLS certificates of a Dask grading cluster (`course grade --tls`)",
+        "make the TLS certificates of a Dask grading cluster (`course grade --tls`)",
+        "course cluster-certs ~/grading-certs",
     )
     certs.add_argument("folder", type=Path, help="where to write them (a new, private folder)")
-    bench = commands.add_parser(
-        "bench", help="time every notebook and the autograding of one submission"
+    bench = command(
+        "bench",
+        "time every notebook and the autograding of one submission",
+        "course bench --notebooks",
     )
     bench.add_argument(
         "--notebooks", action="store_true", help="only each notebook's execution time"

@@ -89,14 +89,23 @@ def check_it(exercise: str):
         print(f"{exercise}: check it passed.")
 
 
-def explore_plot(function, **controls):
+def plain(value):
+    """A control's value as a person would type it: a slider's 1.4 - 0.1 is 1.3, not
+    1.2999999999999998 (which a title or a printed line would show)."""
+    return float(f"{value:.12g}") if isinstance(value, float) else value
+
+
+def explore_plot(function, shown_when=None, **controls):
     """`ipywidgets.interact` for a function that draws a matplotlib figure (and may print).
 
     The figure is kept as a PNG in an Image widget, a value the kernel holds: every view of
     the widget shows it, a reopened notebook's too, where an `interact`'s plot (drawn in an
     Output widget) stays blank until a slider moves. What the function prints is shown under
     the figure; an error it raises is shown there too, in words, never swallowed.
-    controls: as for `interact` (a widget, a list of options, ...), one per argument.
+    controls: as for `interact` (a widget, a list of options, ...), one per argument; a
+    float reaches the function rounded to 12 digits (`plain`).
+    shown_when: {argument: predicate of every argument's value}: that control is shown only
+    while it acts on what is drawn, e.g. {"forget_bias": lambda v: v["cell"] == "lstm"}.
     """
     import html
     import io
@@ -113,7 +122,7 @@ def explore_plot(function, **controls):
         before, printed = set(plt.get_fignums()), io.StringIO()
         try:
             with redirect_stdout(printed), mock.patch.object(plt, "show", lambda *a, **k: None):
-                function(**values)
+                function(**{name: plain(value) for name, value in values.items()})
         except Exception as error:  # noqa: BLE001 (shown to the learner, as interact does)
             printed.write(f"{type(error).__name__}: {error}\n")
         figures = [plt.figure(n) for n in plt.get_fignums() if n not in before]
@@ -132,6 +141,20 @@ def explore_plot(function, **controls):
     for control in ui.children[:-1]:  # long argument names are not cut
         if hasattr(control, "style") and hasattr(control.style, "description_width"):
             control.style.description_width = "initial"
+    shown_when = shown_when or {}
+    unknown = set(shown_when) - {w._kwarg for w in ui.kwargs_widgets}
+    if unknown:
+        raise ValueError(f"explore_plot: shown_when names no control: {', '.join(unknown)}")
+
+    def show_or_hide(_=None):
+        values = {w._kwarg: w.value for w in ui.kwargs_widgets}
+        for control in ui.kwargs_widgets:
+            if control._kwarg in shown_when:
+                control.layout.display = None if shown_when[control._kwarg](values) else "none"
+
+    show_or_hide()
+    for control in ui.kwargs_widgets:
+        control.observe(show_or_hide, "value")
     box = widgets.VBox([*ui.children[:-1], image, text])  # ui's own Output stays unused
     display(box)
     return box

@@ -110,7 +110,10 @@ def check(notebook: Path, sandboxed: bool = True) -> int:
     root = course_root()
     notebook = notebook.resolve()
     if not notebook.is_file():
-        raise FileNotFoundError(f"no notebook at {notebook}")
+        raise FileNotFoundError(
+            f"no notebook at {notebook}: give the path of one of yours, "
+            "e.g. work/01_backprop/backprop.ipynb"
+        )
     assignment, name = locate(notebook, root)
     start = time.perf_counter()
     stages = tqdm(
@@ -175,7 +178,10 @@ def validate(notebook: Path, out=None) -> int:
     out = out or sys.stdout
     notebook = notebook.resolve()
     if not notebook.is_file():
-        raise FileNotFoundError(f"no notebook at {notebook}")
+        raise FileNotFoundError(
+            f"no notebook at {notebook}: give the path of one of yours, "
+            "e.g. work/01_backprop/backprop.ipynb"
+        )
     root = course_root()
     config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
     results = Validator(config=config).validate(str(notebook))

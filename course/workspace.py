@@ -87,6 +87,19 @@ def write_start_page(root: Path) -> Path:
     return path
 
 
+def as_this_kernel_describes_it(notebook: Path) -> None:
+    """Give a fresh copy the language_info this environment's kernel reports: JupyterLab
+    writes the kernel's into a notebook it opens, and a notebook whose language_info
+    differs opens as modified before the learner typed anything (the release carries only
+    {"name": "python"}: its Python version is the learner's, not the build's)."""
+    import nbformat
+    from ipykernel.ipkernel import IPythonKernel
+
+    nb = nbformat.read(notebook, as_version=4)
+    nb.metadata["language_info"] = dict(IPythonKernel.language_info)
+    nbformat.write(nb, notebook)
+
+
 def prepare(root: Path) -> list[str]:
     """Copy each released assignment that work/ lacks; (re)write the start page; carry the
     learner's exported code forward (`course export`)."""
@@ -97,6 +110,8 @@ def prepare(root: Path) -> list[str]:
         target = work / assignment.name
         if not target.exists():
             shutil.copytree(assignment, target)
+            for notebook in target.glob("*.ipynb"):
+                as_this_kernel_describes_it(notebook)
             copied.append(assignment.name)
     write_start_page(root)  # the course's page, not the learner's: regenerated each time
     export(root)  # each later assignment gets the learner's own earlier code (course.carry)
@@ -158,7 +173,11 @@ def lab(instructor: bool = False, extra: list[str] | None = None, root: Path | N
 
     root = Path(root).resolve() if root else course_root()
     if not (root / "nbgrader_config.py").is_file():
-        print(f"course lab: {root} is not a course directory (no nbgrader_config.py)")
+        print(
+            f"course lab: {root} is not a course directory (no nbgrader_config.py): give "
+            "--course the folder that holds it, e.g. --course demo/course",
+            file=sys.stderr,
+        )
         return 2
     if not instructor:
         copied = prepare(root)

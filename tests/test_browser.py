@@ -141,7 +141,46 @@ def course_dir(tmp_path_factory):
         "self.grad += self.data * out.grad",
     )
     nbformat.write(fill(release, {**solutions, "value_core": wrong_mul}), work / "buggy.ipynb")
+    # 07's explorer of the gradient's reach, in small: forget_bias acts on the LSTM only.
+    controls = nbformat.v4.new_notebook(metadata=release.metadata)
+    controls.cells = [nbformat.v4.new_code_cell(CONTROLS)]
+    nbformat.write(controls, work / "controls.ipynb")
     return course.root
+
+
+CONTROLS = """\
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+
+from course.notebook import explore_plot
+
+
+def draw(radius=1.0, cell="rnn", forget_bias=0.0):
+    fig, ax = plt.subplots(figsize=(4, 2))
+    ax.set_title(f"{cell}, spectral radius {radius}, forget bias {forget_bias}")
+    plt.show()
+
+
+_ = explore_plot(
+    draw,
+    shown_when={"forget_bias": lambda values: values["cell"] == "lstm"},
+    radius=widgets.FloatSlider(value=1.4, min=0.2, max=3.0, step=0.1),
+    cell=["rnn", "lstm"],
+    forget_bias=widgets.FloatSlider(value=0.0, min=-2.0, max=4.0, step=0.5),
+)
+"""
+
+
+def close_current_tab(page):
+    page.locator(".lm-TabBar-tab.lm-mod-current .lm-TabBar-tabCloseIcon").first.click()
+
+
+def shut_down_kernel_of(lab: Lab, path: str):
+    for session in lab.sessions():
+        if session["path"] == path:
+            request = urllib.request.Request(lab.url(f"/api/sessions/{session['id']}"))
+            request.method = "DELETE"
+            urllib.request.urlopen(request, timeout=10)
 
 
 def open_notebook(page, lab: Lab, path: str):
@@ -224,6 +263,41 @@ def test_student_lab(browser, course_dir):
         page.wait_for_timeout(2_000)
         assert page.locator(".jp-mod-dirty").count() == 0
         assert page.locator(".jp-Dialog").count() == 0
+
+        # Opened and closed untouched, a copy is as it was (issue 33, item 5): JupyterLab
+        # writes the kernel's language_info into the notebook it opens, and a copy that
+        # lacked it opened as modified.
+        untouched = course_dir / "work" / "02_linear" / "linear.ipynb"
+        before = untouched.read_bytes()
+        open_notebook(page, lab, "work/02_linear/linear.ipynb")
+        page.wait_for_timeout(2_000)  # the kernel's info reaches the notebook after idle
+        page.screenshot(path=ARTEFACTS / "2-opened-untouched.png")
+        assert page.locator(".lm-TabBar-tab.lm-mod-current.jp-mod-dirty").count() == 0
+        close_current_tab(page)
+        page.wait_for_timeout(1_000)
+        assert page.locator(".jp-Dialog").count() == 0  # no "save your changes?"
+        assert untouched.read_bytes() == before
+        shut_down_kernel_of(lab, "work/02_linear/linear.ipynb")
+
+        # Only the controls that act on what is drawn (issue 33, item 7): the plain RNN has
+        # no forget gate, so its slider shows only once the LSTM is chosen.
+        open_notebook(page, lab, "work/01_backprop/controls.ipynb")
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+        page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+        radius = page.locator(".widget-slider", has_text="radius").first
+        forget_bias = page.locator(".widget-slider", has_text="forget_bias").first
+        radius.wait_for(timeout=60_000)
+        forget_bias.wait_for(state="attached")
+        page.locator("img.widget-image").first.wait_for(timeout=60_000)
+        assert radius.is_visible() and not forget_bias.is_visible()
+        page.screenshot(path=ARTEFACTS / "2-controls-rnn.png")
+        page.locator(".widget-dropdown select").first.select_option("lstm")
+        forget_bias.wait_for(state="visible", timeout=30_000)
+        page.screenshot(path=ARTEFACTS / "2-controls-lstm.png")
+        page.keyboard.press("Control+s")
+        page.wait_for_function(SAVED, timeout=30_000)
+        close_current_tab(page)  # its widgets leave the page: the locators below find 01's
+        shut_down_kernel_of(lab, "work/01_backprop/controls.ipynb")
 
         open_notebook(page, lab, "work/01_backprop/backprop.ipynb")
         page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
@@ -313,3 +387,64 @@ def test_instructor_lab_opens_the_formgrader(browser, course_dir):
         page.close()
     finally:
         lab.stop()
+
+
+LONG_REPORT = (
+    "batchnorm_backward: 0.5 of 2 points\n"
+    "  FAIL  dx matches a numerical gradient of the loss through batchnorm_forward on a fresh "
+    "batch of 7 examples with 5 features (relative error 3.1e-01, at most 1e-07 passes)\n"
+    "        Likely mistake: the closed form drops the term of dx that flows through the batch "
+    "mean, -mean(dxhat * xhat) * xhat / sqrt(var + eps); check that dx sums to zero.\n"
+)
+# Characters of one word that a line break separates, in each report (<pre>) of the page.
+WORDS_CUT = """() => {
+  const cuts = [];
+  for (const pre of document.querySelectorAll('div.output_area pre')) {
+    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const text = node.textContent, range = document.createRange();
+      let top = null;
+      for (let i = 0; i < text.length; i++) {
+        range.setStart(node, i);
+        range.setEnd(node, i + 1);
+        const box = range.getClientRects()[0];
+        if (box && top !== null && /\\S/.test(text[i]) && /\\S/.test(text[i - 1]) &&
+            box.top > top + 1) cuts.push(text.slice(Math.max(0, i - 12), i + 12));
+        top = box ? box.top : null;
+      }
+    }
+  }
+  return cuts;
+}"""
+
+
+@pytest.mark.parametrize("template", ["feedback", "formgrade"])
+def test_reports_wrap_between_words_in_chromium(browser, tmp_path, template):
+    """A report's long lines wrap inside their box, between words, on a narrow window: the
+    feedback page and the formgrader's view, with their own Bootstrap (issue 33, item 4)."""
+    import nbgrader.server_extensions.formgrader as formgrader
+    from nbformat.v4 import new_markdown_cell, new_notebook
+
+    from tests.test_feedback_page import graded_cell, rendered
+
+    nb = new_notebook(
+        cells=[
+            new_markdown_cell("### Exercise 1.2: batch norm, backward: $dx$"),
+            graded_cell("batchnorm_backward", 0.5, 2, LONG_REPORT),
+        ]
+    )
+    # The formgrader's page loads its CSS from <base_url>/formgrader/static/: the installed.
+    served = Path(formgrader.__file__).resolve().parent.parent.as_uri()
+    html = tmp_path / f"{template}.html"
+    html.write_text(rendered(template, nb, base_url=served))
+    page = browser.new_page(viewport={"width": 800, "height": 700})
+    page.goto(html.as_uri())
+    page.wait_for_timeout(500)
+    page.screenshot(path=ARTEFACTS / f"6-report-{template}.png", full_page=True)
+    widths = page.evaluate(
+        "() => [...document.querySelectorAll('div.output_area pre')]"
+        ".map(p => [p.scrollWidth, p.clientWidth])"
+    )
+    assert widths and all(scroll <= client for scroll, client in widths), widths  # not clipped
+    assert page.evaluate(WORDS_CUT) == []
+    page.close()

@@ -1,4 +1,10 @@
-"""The command line passes on only what was said: its defaults are autograde.grade's own."""
+"""The command line: it passes on only what was said (its defaults are autograde.grade's
+own), each command's --help says what it does with an example, a bad input says what to do."""
+
+import subprocess
+from pathlib import Path
+
+import pytest
 
 from course import cli
 from course.grader import autograde
@@ -12,3 +18,74 @@ def test_course_grade_has_one_source_of_defaults(monkeypatch):
     cli.main(["grade", "01_backprop", "--workers", "3", "--force"])
     assert "workers" not in calls[0] and "force" not in calls[0]
     assert calls[1]["workers"] == 3 and calls[1]["force"] is True
+
+
+COMMANDS = [
+    "build",
+    "references",
+    "grade",
+    "check",
+    "export",
+    "validate",
+    "lab",
+    "demo",
+    "cluster-certs",
+    "bench",
+]
+
+
+def test_every_command_is_listed_and_its_help_says_what_and_shows_how(capsys):
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--help"])
+    listed = capsys.readouterr().out
+    assert done.value.code == 0 and "example: course check" in listed
+    for command in COMMANDS:
+        assert f"    {command} " in listed or f"    {command}\n" in listed, command
+        with pytest.raises(SystemExit) as done:
+            cli.main([command, "--help"])
+        shown = capsys.readouterr().out
+        assert done.value.code == 0
+        usage, description, *_ = shown.split("\n\n")
+        assert usage.startswith(f"usage: course {command}") and description.endswith("."), shown
+        example = shown.split("\nexample")[1]
+        assert example.startswith(("s:\n  course ", ":\n  course ")), shown
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["frobnicate"], ["invalid choice: 'frobnicate'", "see `course --help`"]),
+        (["grade"], ["assignment", "see `course grade --help`"]),
+        (["grade", "01_backprop", "--workers", "0"], ["--workers", "at least 1, e.g. 2"]),
+        (["grade", "1_backprop"], ["no assignment '1_backprop'", "name one of 01_backprop"]),
+        (["check", "nowhere.ipynb"], ["nowhere.ipynb: give the path", "work/01_backprop/"]),
+        (["validate", "nowhere.ipynb"], ["nowhere.ipynb: give the path"]),
+        (["export", "--work", "/nonexistent"], ["/nonexistent: run `make lab` first", "--work"]),
+        (["lab", "--course", "/tmp"], ["/tmp is not a course directory", "--course"]),
+    ],
+)
+def test_a_bad_input_names_what_is_wrong_and_what_to_do(argv, said, capsys):
+    """The file or the option at fault, and what to do next (issue 33, item 10)."""
+    try:
+        code = cli.main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    error = capsys.readouterr().err
+    assert code == 2
+    for words in said:
+        assert words in error, error
+
+
+def test_make_lab_passes_jupyters_options_on():
+    """`make lab ARGS="--no-browser --port 9999"` (issue 33, item 9): a dry run of make."""
+    root = Path(cli.__file__).resolve().parent.parent
+    for target, flag in (("lab", ""), ("lab-instructor", " --instructor")):
+        plan = subprocess.run(
+            ["make", "-n", "-C", str(root), target, "ARGS=--no-browser --port 9999"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert f"course lab{flag} -- --port=8888 --no-browser --port 9999" in plan, plan
+    readme = (root / "README.md").read_text()
+    assert 'make lab ARGS="--no-browser --port 9999"' in readme

@@ -49,5 +49,5 @@ def test_demo_leaves_a_graded_course_and_touches_nothing_else(tmp_path):
         capture_output=True,
         text=True,
     )
-    assert proc.returncode == 2 and "is not a demo folder" in proc.stdout
+    assert proc.returncode == 2 and "is not a demo folder" in proc.stderr
     assert (other / "notes.txt").read_text() == "mine"

@@ -181,12 +181,44 @@ def test_unwritten_and_uncompilable_functions_are_named(tmp_path, in_folder, cap
     affine_forward, affine_backward = carry(A03, "affine_forward affine_backward")
     lines = capsys.readouterr().out.splitlines()
     assert lines[1] == (
-        f"  `affine_forward` from {A03}: not written yet in {A03}: write it there, save, "
+        f"  `affine_forward`: not written yet: write it in work/{A03}/m.ipynb, save, "
         "then re-run this cell."
     )
-    assert lines[2].startswith(f"  `affine_backward` from {A03}: SyntaxError at line 2 of its")
+    assert lines[2].startswith("  `affine_backward`: SyntaxError at line 2 of its")
+    assert lines[2].endswith(f"fix it in work/{A03}/m.ipynb, save, then re-run this cell.")
     with pytest.raises(CarriedCodeMissing, match="not written yet"):
         affine_forward(None, None, None)
+
+
+def test_a_carried_module_is_reported_once_without_what_it_carries(tmp_path, in_folder, capsys):
+    """05 carries 04, whose module carries 03 (unwritten here): 05's cell for 04 says what
+    04 gives, not 03's lines again (issue 33, item 3); outside work/, the fix names the
+    command that brings it in."""
+    learner(tmp_path, {})  # 03 untouched: each of its functions is unwritten
+    (tmp_path / "work" / "05_normalisation").mkdir()
+    shutil.copy(
+        ROOT / "release" / "05_normalisation" / "normalisation.ipynb",
+        tmp_path / "work" / "05_normalisation",
+    )
+    in_folder(tmp_path / "work" / "05_normalisation", tmp_path)
+    (adam,) = carry(A04, "adam")
+    [line] = capsys.readouterr().out.splitlines()
+    assert line.startswith(f"From {A04} (my_04_optimisers.py, exported ") and line.endswith(
+        "): adam."
+    )
+    assert callable(adam)
+    # A fetched assignment (not in work/): the module beside it, and `course export`.
+    fetched = tmp_path / "fetched" / A04
+    fetched.mkdir(parents=True)
+    shutil.copy(tmp_path / "work" / "05_normalisation" / f"{module_name(A03)}.py", fetched)
+    in_folder(fetched, tmp_path)
+    carry(A03, "affine_forward relu_forward")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1:] == [
+        f"  `{name}`: not written yet: write it in work/{A03}/multilayer.ipynb, save, "
+        "run `course export`, then re-run this cell."
+        for name in ("affine_forward", "relu_forward")
+    ]
 
 
 def test_rerunning_the_import_cell_brings_a_fix_in(tmp_path, in_folder, capsys):
@@ -215,7 +247,7 @@ def test_points_lost_in_the_latest_course_check_are_named(tmp_path, in_folder, c
     carry(A03, "affine_forward affine_backward")
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 and lines[1].startswith(
-        f"  `affine_backward` from {A03}: it lost 1.5 of 3 points in your `course check`"
+        "  `affine_backward`: it lost 1.5 of 3 points in your `course check`"
     )
 
 

@@ -54,9 +54,10 @@ def test_the_feedback_names_exercises_and_drops_the_bare_score():
 # ---------------------------------------------------------------- maths, offline
 
 
-def rendered(template: str) -> str:
-    """01's source notebook through nbgrader's `template` ("feedback": generate_feedback;
-    "formgrade": the formgrader's view of a submission) with the course's settings."""
+def rendered(template: str, nb=None, base_url: str = "/user/ada") -> str:
+    """01's source notebook (or `nb`) through nbgrader's `template` ("feedback":
+    generate_feedback, with its CSS and ExerciseFeedback; "formgrade": the formgrader's view
+    of a submission) with the course's settings."""
     import re
     from pathlib import Path
 
@@ -82,7 +83,7 @@ def rendered(template: str) -> str:
         config = extra
     else:  # what generate_feedback adds (its template, bootstrap's CSS)
         config = GenerateFeedback(coursedir=CourseDirectory(config=config), config=config).config
-    nb = nbformat.read(Path(root, "source/01_backprop/backprop.ipynb"), as_version=4)
+    nb = nb or nbformat.read(Path(root, "source/01_backprop/backprop.ipynb"), as_version=4)
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("grade"):
@@ -91,13 +92,31 @@ def rendered(template: str) -> str:
         "nbgrader": {"notebook": "backprop", "score": 0, "max_score": 1, "late_penalty": 0},
         **{k: "x" for k in ("assignment_id", "notebook_id", "submission_id", "student")},
         **{k: "x" for k in ("first_name", "last_name", "notebook_path")},
-        "base_url": "/user/ada",
+        "base_url": base_url,
         "index": 0,
         "total": 1,
+        "config_dir": "/nonexistent",
     }
-    html, _ = HTMLExporter(config=config).from_notebook_node(nb, resources=resources)
+    exporter = HTMLExporter(config=config)
+    if template == "feedback":  # generate_feedback's page CSS, then the course's table and CSS
+        from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+
+        exporter.register_preprocessor(CSSHTMLHeaderPreprocessor(config=config), enabled=True)
+        exporter.register_preprocessor(ExerciseFeedback(config=config), enabled=True)
+    html, _ = exporter.from_notebook_node(nb, resources=resources)
     assert re.search(r"\$[^$\n]+\$", html), "the notebook's maths is in the page, for MathJax"
     return html
+
+
+@pytest.mark.parametrize("template", ["feedback", "formgrade"])
+def test_reports_wrap_between_words_in_the_feedback_and_the_formgrader(template):
+    """Bootstrap breaks a <pre> anywhere ("batchnorm_f" / "orward"), and the formgrader had no
+    wrapping at all (lines clipped): both pages get REPORT_CSS (issue 33, item 4; the
+    layout itself is measured in Chromium, tests/test_browser.py)."""
+    from course.grader.nbgrader_ext import REPORT_CSS
+
+    assert "word-break: normal" in REPORT_CSS and "pre-wrap" in REPORT_CSS
+    assert REPORT_CSS.strip() in rendered(template)
 
 
 @pytest.mark.parametrize("template", ["feedback", "formgrade"])

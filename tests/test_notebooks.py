@@ -209,6 +209,69 @@ def test_explore_plot_keeps_the_figure_in_the_kernel_and_redraws():
     assert plt.get_fignums() == open_before  # each drawing's figure is closed
 
 
+@pytest.mark.parametrize("text", build.text_sources(ROOT), ids=lambda p: p.parent.name)
+def test_numbers_a_slider_sets_are_formatted_where_they_are_shown(text):
+    """A float a slider sets (radius 1.4 - 0.1) is shown with a format, {radius:g}, never
+    bare as 1.2999999999999998, in a title, a label or a printed line (issue 33, item 6)."""
+    import ast
+
+    tree = ast.parse(code_of(text))
+    functions = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    bare = []
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        if ast.unparse(call.func) not in ("explore_plot", "widgets.interact") or not call.args:
+            continue
+        floats = {k.arg for k in call.keywords if "FloatSlider(" in ast.unparse(k.value)}
+        explored = functions.get(ast.unparse(call.args[0]))
+        for node in ast.walk(explored) if explored else ():
+            if (
+                isinstance(node, ast.FormattedValue)
+                and node.format_spec is None
+                and isinstance(node.value, ast.Name)
+                and node.value.id in floats
+            ):
+                bare.append(f"{explored.name}: {{{node.value.id}}}")
+    assert not bare, f"give these a format, e.g. {{x:g}}: {bare}"
+
+
+def test_explore_plot_shows_only_the_controls_that_act_and_plain_numbers():
+    """The plain RNN has no forget gate: its slider is hidden until the LSTM is chosen; a
+    slider's float reaches the function as typed (issue 33, items 6 and 7)."""
+    import ipywidgets as widgets
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from course.notebook import explore_plot
+
+    titles = []
+
+    def draw(radius=1.0, cell="rnn", forget_bias=0.0):
+        fig, ax = plt.subplots()
+        ax.set_title(f"{cell}, radius {radius}")
+        titles.append(ax.get_title())
+
+    radius = widgets.FloatSlider(value=1.4, min=0.2, max=3.0, step=0.1)
+    box = explore_plot(
+        draw,
+        shown_when={"forget_bias": lambda values: values["cell"] == "lstm"},
+        radius=radius,
+        cell=["rnn", "lstm"],
+        forget_bias=widgets.FloatSlider(value=0.0, min=-2.0, max=4.0, step=0.5),
+    )
+    _, cell, forget_bias, *_ = box.children
+    assert forget_bias.layout.display == "none"
+    cell.value = "lstm"
+    assert forget_bias.layout.display is None
+    cell.value = "rnn"
+    assert forget_bias.layout.display == "none"
+    radius.value = 1.4 - 0.1  # 1.2999999999999998, as a slider's step leaves it
+    assert titles[-1] == "rnn, radius 1.3"
+    with pytest.raises(ValueError, match="names no control: bias"):
+        explore_plot(draw, shown_when={"bias": bool}, radius=radius)
+
+
 def test_the_learners_lab_saves_widget_state():
     """A reopened notebook shows its widgets' last state (sliders, explore_plot's figure)
     before any kernel runs: the learner's lab saves widget state with the notebook."""

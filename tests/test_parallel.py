@@ -322,6 +322,69 @@ def test_a_killed_worker_loses_no_submission(tmp_path):
     assert "its worker process died, twice" in outcome["victim"]["error"]
 
 
+def reports_its_checks(job, course):
+    """A stand-in for grading that starts two hidden checks, as GuardedExecute reports them."""
+    from course.grader.nbgrader_ext import ON_CHECK
+
+    for rank, check in enumerate(("value_ops", "backward"), 1):
+        for report in ON_CHECK:
+            report("backprop", check, rank, 2)
+        time.sleep(2.5 if rank == 1 else 0)  # over two polls of the parent's watch
+    return {"student": job["student"], "files": {}, "log": ""}
+
+
+def test_local_workers_say_which_check_they_are_at(tmp_path):
+    from course.grader.parallel import run_local
+
+    seen = []
+    runs = run_local(
+        [{"student": "ada"}],
+        {},
+        1,
+        tmp_path / "log",
+        task=reports_its_checks,
+        on_progress=seen.append,
+    )
+    assert [job["student"] for job, _ in runs] == ["ada"]
+    assert {"ada": "backprop.ipynb: value_ops (check 1 of 2)"} in seen
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_course_grade_shows_progress_on_a_terminal_only(tmp_path, monkeypatch, terminal):
+    """Which submission, which check, how many graded, the time so far: on a terminal only
+    (issue 33, item 8); a log or a pipe gets the table alone."""
+    import contextlib
+    import io
+
+    from course.grader import autograde, parallel, recording
+
+    class Stderr(io.StringIO):
+        def isatty(self):
+            return terminal
+
+    def grade_all(root, assignment, students, *args, on_progress):
+        on_progress({"ada": "backprop.ipynb: value_ops (check 1 of 9)", "bob": ""})
+        yield {"student": "ada"}, {"student": "ada", "error": "a stand-in", "log": ""}
+        on_progress({"ada": "backprop.ipynb: value_ops (check 1 of 9)", "bob": ""})
+        yield {"student": "bob"}, {"student": "bob", "error": "a stand-in", "log": ""}
+
+    monkeypatch.setattr(parallel, "grade_all", grade_all)
+    monkeypatch.setattr(parallel, "load_config", lambda root: {})
+    monkeypatch.setattr(recording, "Recorder", lambda *a: contextlib.nullcontext())
+    monkeypatch.setattr(sys, "stderr", Stderr())
+    statuses = {s: autograde.Status(s) for s in ("ada", "bob")}
+    autograde.grade_and_record(tmp_path, "01_backprop", ["ada", "bob"], statuses, 2, None, True)
+    shown = sys.stderr.getvalue()
+    if not terminal:
+        assert shown == ""
+        return
+    assert "grading 01_backprop: 0/2 graded [00:00<?], ada: backprop.ipynb: value_ops" in shown
+    assert "(check 1 of 9); bob: starting" in shown
+    last = shown.split("\r")[-1]
+    assert last.startswith("grading 01_backprop: 2/2 graded [")
+    assert "bob: starting" in last and "ada:" not in last  # graded: no longer at a check
+
+
 def test_the_in_process_schema_version_is_what_alembic_heads_says():
     from nbgrader.dbutil import _temp_alembic_ini
 

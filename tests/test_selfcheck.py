@@ -36,15 +36,41 @@ def test_work_copies_are_made_once_and_never_overwritten(course):
     assert "](01_backprop/backprop.ipynb)" in start
 
 
-def run_check(course, notebook):
+def run_check(course, notebook, terminal=False):
+    """`course check notebook`; terminal: its stderr is a terminal (a pseudo-terminal read
+    here into proc.stderr), where progress is shown."""
     env = tool_env(COURSE_ROOT=str(course.root))
-    return subprocess.run(
-        [sys.executable, "-m", "course.cli", "check", str(notebook)],
-        env=env,
-        capture_output=True,
-        text=True,
-        cwd=course.root,
-    )
+    command = [sys.executable, "-m", "course.cli", "check", str(notebook)]
+    if not terminal:
+        return subprocess.run(command, env=env, capture_output=True, text=True, cwd=course.root)
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    # A terminal of 200 columns: tqdm cuts its line to the terminal's width (0 unset).
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+    with subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=follower, text=True, cwd=course.root
+    ) as proc:
+        os.close(follower)
+        seen = b""
+        while chunk := _read(leader):
+            seen += chunk
+        out = proc.stdout.read()
+    os.close(leader)
+    return subprocess.CompletedProcess(command, proc.returncode, out, seen.decode(errors="replace"))
+
+
+def _read(fd) -> bytes:
+    import os
+
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # the other end closed: the command ended
+        return b""
 
 
 @pytest.mark.slow
@@ -56,6 +82,7 @@ def test_course_check_grades_like_the_instructor_and_records_progress(course):
     nbformat.write(fill(nbformat.read(mine, as_version=4), solutions), mine)
     proc = run_check(course, mine)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "grading" not in proc.stderr  # not a terminal: no progress bar
     assert f"backprop: {FULL:g} of {FULL:g} points" in proc.stdout
     page = mine.with_suffix(".feedback.html").read_text()
     # Each hidden check by the section it grades, not "Test cell" (issue 22, item 7).
@@ -76,8 +103,12 @@ def test_course_check_of_the_blank_release_fails_and_says_why(course):
     blank.parent.mkdir(parents=True)
     blank.write_bytes((course.root / "release" / "01_backprop" / "backprop.ipynb").read_bytes())
     before = blank.read_bytes()
-    proc = run_check(course, blank)
-    assert proc.returncode == 1
+    proc = run_check(course, blank, terminal=True)
+    assert proc.returncode == 1, proc.stderr
+    # On a terminal, which notebook and which hidden check, and the time so far (issue 33,
+    # item 8); without one (the test above), nothing but the table.
+    assert "grading 01_backprop: 0/1 graded [00:" in proc.stderr
+    assert "me: backprop.ipynb: " in proc.stderr and " (check " in proc.stderr
     assert "value_ops" in proc.stdout and "FAIL" in proc.stdout
     assert "Hidden checks of the engine (11 points)" in proc.stdout  # what value_ops grades
     assert "raised NotImplementedError in `Value.__add__`" in proc.stdout  # who raised it

@@ -66,7 +66,9 @@ def main(into: Path | None = None) -> int:
     if demo.exists():
         if not (demo / MARKER).exists():
             print(
-                f"course demo: {demo} exists and is not a demo folder; choose another with --into"
+                f"course demo: {demo} exists and is not a demo folder (it would be replaced): "
+                "choose a new or earlier demo folder with --into, e.g. --into /tmp/demo",
+                file=sys.stderr,
             )
             return 2
         shutil.rmtree(demo)

@@ -212,13 +212,23 @@ def grade_and_record(
             total=len(students),
             desc=f"grading {assignment}",
             unit="submission",
-            disable=len(students) < 2 or not sys.stderr.isatty(),
+            disable=not sys.stderr.isatty(),  # a log or a pipe gets the table only
+            bar_format="{desc}: {n}/{total} graded [{elapsed}<{remaining}]{postfix}",
         ) as bar,
     ):
+        done: set[str] = set()
+
+        def at(checks: dict[str, str]) -> None:  # each worker's submission and check
+            now = [
+                f"{printable(s, 40)}: {c or 'starting'}" for s, c in checks.items() if s not in done
+            ]
+            bar.set_postfix_str("; ".join(now))
+
         for job, result in parallel.grade_all(
-            root, assignment, students, workers, scheduler, sandboxed
+            root, assignment, students, workers, scheduler, sandboxed, on_progress=at
         ):
             student = job["student"]
+            done.add(student)
             log = "\n".join(printable(line, 2000) for line in result.get("log", "").splitlines())
             logs.append(f"==> {printable(student)}\n{log}")
             if "fault" in result:

@@ -66,7 +66,9 @@ def make_certificates(folder: Path) -> list[Path]:
     paths = [folder / CA, folder / CERT, folder / KEY]
     existing = [p.name for p in paths if p.exists()]
     if existing:
-        raise ClusterError(f"{folder} holds {', '.join(existing)} already: not replaced")
+        raise ClusterError(
+            f"{folder} holds {', '.join(existing)} already: not replaced (give a new folder)"
+        )
     folder.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.UTC)
 

@@ -47,6 +47,9 @@ FAULTS: list[str] = []  # this process's grader faults, newest last (read by par
 # from a notebook a kernel wrote into): {"notebook", "cell" (grade id or None), "index",
 # "kind" ("cut off" or "timed out"), "why"}; a worker returns them (parallel.py).
 INTERRUPTIONS: list[dict] = []
+# Called as each hidden check starts, with (notebook, grade id, its rank from 1, how many):
+# a local worker shows the parent's progress bar which check it is at (parallel.py).
+ON_CHECK: list = []
 
 
 def probe_payloads(cell) -> list:
@@ -332,6 +335,7 @@ class GuardedExecute(PromptReplies, Execute):
         self._where: tuple[str | None, int] = (None, 0)
         self._output_bytes = 0
         self._flooded = False
+        self._checks = [g for g in map(grade_id_of_test_cell, nb.cells) if g is not None]
         self._data = (
             data_files(self.config, resources.get("nbgrader", {}).get("assignment"))
             if self.sandbox
@@ -393,6 +397,10 @@ class GuardedExecute(PromptReplies, Execute):
         if self._cut_off is not None:
             return cell, resources  # not run: the kernel is gone
         self._where = (nbgrader_meta(cell).get("grade_id"), index)
+        if grade_id_of_test_cell(cell) is not None:
+            rank = self._checks.index(grade_id_of_test_cell(cell)) + 1
+            for report in ON_CHECK:
+                report(self._notebook, grade_id_of_test_cell(cell), rank, len(self._checks))
         if cell.get("cell_type") == "code" and self._left() <= 0:
             return self._cut(cell, resources, WHY_TIME.format(self.budget()), ran=False)
         started = time.monotonic()
@@ -452,14 +460,33 @@ __all__ = ["GuardedExecute", "JudgeHiddenChecks", "SeedHiddenChecks"]
 
 # ---------------------------------------------------------------- feedback
 
-# A report's lines wrap inside their box (a "Likely mistake" line ran off its right edge);
+# A report's lines wrap inside their box (a "Likely mistake" line ran off its right edge,
+# the formgrader clipped it), between words: Bootstrap, which both pages load, breaks a
+# <pre> anywhere (`word-break: break-all`), "batchnorm_f" / "orward". A word longer than
+# the line still breaks rather than overflow.
+REPORT_CSS = """
+div.output_area pre { white-space: pre-wrap; word-break: normal; overflow-wrap: break-word; }
+"""
 # nbgrader's own table of contents, which calls every hidden check "Test cell" and lists a
 # "Comment" per answer, gives way to ExerciseFeedback's table.
-FEEDBACK_CSS = """
-div.output_area pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+FEEDBACK_CSS = (
+    REPORT_CSS
+    + """
 div#toc { display: none; }
 table.exercises td, table.exercises th { padding: 0 1em; }
 """
+)
+
+
+class ReportCSS(NbGraderPreprocessor):
+    """The formgrader's view of a submission: reports that wrap between words, as on the
+    feedback page (ExerciseFeedback adds the same there). Run by the course's formgrade
+    template settings (templates/formgrade/conf.json), after the classic template's
+    CSSHTMLHeaderPreprocessor, which replaces the page's CSS."""
+
+    def preprocess(self, nb, resources):
+        resources.setdefault("inlining", {}).setdefault("css", []).append(REPORT_CSS)
+        return nb, resources
 
 
 HEADING = re.compile(r"^#{1,3}\s+(.+?)\s*#*\s*$")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import concurrent.futures
+import contextlib
 import hashlib
 import logging
 import multiprocessing
@@ -278,16 +279,44 @@ def start_worker(log: Path, scratch: str) -> None:
 
 
 def start(task, job: dict, course: dict[str, bytes]) -> dict:
-    """In a local worker: say which submission this process has started, then grade it."""
-    (Path(_SCRATCH) / "started" / job["student"]).touch()
-    return task(job, course)
+    """In a local worker: say which submission this process has started, then grade it,
+    writing into that same file which hidden check it is at (read by `watch`)."""
+    from course.grader.nbgrader_ext import ON_CHECK
+
+    marker = Path(_SCRATCH) / "started" / job["student"]
+    marker.touch()
+
+    def at_check(notebook: str, grade_id: str, rank: int, total: int) -> None:
+        marker.write_text(f"{notebook}.ipynb: {grade_id} (check {rank} of {total})")
+
+    ON_CHECK[:] = [at_check]
+    try:
+        return task(job, course)
+    finally:
+        ON_CHECK.clear()
+
+
+def watch(started: Path, on_progress, stop: threading.Event, every: float = 1.0) -> None:
+    """Call on_progress({student: which check it is at}) every `every` seconds until stop."""
+    while not stop.wait(every):
+        now = {}
+        for marker in sorted(started.iterdir()):
+            with contextlib.suppress(OSError):
+                now[marker.name] = marker.read_text()
+        on_progress(now)
 
 
 def run_local(
-    jobs: Iterable[dict], course: dict[str, bytes], workers: int, log: Path, task=guarded
+    jobs: Iterable[dict],
+    course: dict[str, bytes],
+    workers: int,
+    log: Path,
+    task=guarded,
+    on_progress=None,
 ) -> Iterator[tuple[dict, dict]]:
     """Grade jobs in `workers` processes of this machine; yield (job, result) as each ends.
     Jobs are taken as they come: workers grade the first while the next are made.
+    on_progress: called about every second with {student: the check it is at} (`watch`).
 
     Workers are forked from this process, so they start with its imports done (nbgrader
     takes seconds to import). A worker that dies (killed, out of memory) breaks the pool:
@@ -296,9 +325,11 @@ def run_local(
     """
     context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
     strikes: dict[str, int] = {}
-    with tempfile.TemporaryDirectory(prefix="course-grade-") as scratch:
+    with (
+        tempfile.TemporaryDirectory(prefix="course-grade-") as scratch,
+        _watching(Path(scratch) / "started", on_progress),
+    ):
         started = Path(scratch) / "started"
-        started.mkdir()
         pending: Iterable[dict] = jobs
         while pending:
             broken, why = [], None
@@ -330,6 +361,21 @@ def run_local(
                     yield job, lost(job, why, "its worker process died, twice")
                 else:
                     pending.append(job)
+
+
+@contextlib.contextmanager
+def _watching(started: Path, on_progress):
+    started.mkdir()
+    stop = threading.Event()
+    watcher = threading.Thread(target=watch, args=(started, on_progress, stop), daemon=True)
+    if on_progress:
+        watcher.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        if on_progress:
+            watcher.join()
 
 
 def run_dask(
@@ -392,9 +438,11 @@ def grade_all(
     workers: int,
     scheduler: Scheduler | None,
     sandboxed: bool,
+    on_progress=None,
 ) -> Iterator[tuple[dict, dict]]:
     """Grade `students`' submissions on local workers or a Dask cluster; yield (job, result)
-    in the order they finish. Reads the course directory; writes nothing."""
+    in the order they finish. Reads the course directory; writes nothing. on_progress: as
+    for run_local (local workers only)."""
     course = course_files(root, assignment)
     public = bool(load_config(root).SeedHiddenChecks.get("public", False))
     # Made one by one (each computes its submission's references) while workers grade.
@@ -405,4 +453,5 @@ def grade_all(
     log = root / ".nbgrader" / "logs" / f"workers-{assignment}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("")
-    return run_local(jobs, course, max(1, min(workers, len(students))), log)
+    workers = max(1, min(workers, len(students)))
+    return run_local(jobs, course, workers, log, on_progress=on_progress)

@@ -852,7 +852,7 @@ def explore_radius(radius=1.0, cell="rnn", forget_bias=0.0):
     ax.set(
         xlabel="steps back in time from the loss",
         ylabel="||dh_t|| (+ ||dc_t||)",
-        title=f"{cell}, spectral radius {radius}: does the gradient survive 40 steps?",
+        title=f"{cell}, spectral radius {radius:g}: does the gradient survive 40 steps?",
     )
     ax.legend()
     plt.show()
@@ -860,6 +860,7 @@ def explore_radius(radius=1.0, cell="rnn", forget_bias=0.0):
 
 _ = explore_plot(
     explore_radius,
+    shown_when={"forget_bias": lambda values: values["cell"] == "lstm"},  # the RNN has no gate
     radius=widgets.FloatSlider(value=1.0, min=0.2, max=3.0, step=0.1),
     cell=["rnn", "lstm"],
     forget_bias=widgets.FloatSlider(value=0.0, min=-2.0, max=4.0, step=0.5),
