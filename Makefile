@@ -7,7 +7,8 @@ DEV_STAMP := $(VENV)/.dev-stamp
 PORT ?= 8888
 ARGS ?=
 
-.PHONY: setup dev sandbox workspace lab lab-instructor hub test release demo bench format lint clean
+.PHONY: setup dev sandbox workspace lab lab-instructor hub test test-fast sweep release demo bench \
+	format lint clean
 
 # Learners get the runtime only (JupyterLab, nbgrader, NumPy, Matplotlib, ...); the test
 # tools (pytest, Playwright, ...) and the cluster extra (Dask, psycopg) come with `make test`
@@ -59,9 +60,22 @@ hub:
 
 # Two test processes share the cores: one BLAS thread each, as grading kernels have (a
 # notebook took 138 s instead of 33 s with BLAS threads fighting on a loaded machine).
+# `--dist loadgroup` keeps the tests that share a graded class on one worker
+# (tests/conftest.py); the 25 slowest tests are printed at the end, so a slow new one shows.
+PYTEST := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
+	$(BIN)/python -m pytest -n 2 --dist loadgroup
+
 test: dev lint
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
-		$(BIN)/python -m pytest -n 2 --dist loadgroup
+	$(PYTEST) --durations=25
+
+# The loop while working: unit, property and in-process tests (mutants judged in-process,
+# references, figures); no browser, no hub, no notebook run, no real grading run.
+test-fast: dev lint
+	$(PYTEST) -m "not slow" --durations=10
+
+# Before a release: every check on 1000 secret seeds (make test draws 300).
+sweep: dev
+	SWEEP_SEEDS=1000 $(PYTEST) tests/test_inputs_sweep.py --durations=10
 
 release: setup
 	$(BIN)/course build

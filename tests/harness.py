@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import glob
 import hashlib
 import os
@@ -25,14 +26,64 @@ from course.authoring.classroom import (
 )
 from course.paths import tool_env
 
+# A folder that every xdist worker of this test session shares (set by tests/conftest.py);
+# None outside pytest, where each scratch course is built from scratch.
+SESSION_FOLDER: Path | None = None
+
+
+def registered_course(root: Path, *assignments: str) -> ScratchCourse:
+    """A ScratchCourse at `root` whose gradebook holds `assignments` (as `register` leaves it).
+
+    `nbgrader generate_assignment` takes about 7 s; it runs once per test session for each
+    set of assignments, into a template under SESSION_FOLDER that no test touches, and each
+    test gets its own copy (milliseconds), free to write into. Built from scratch where a
+    template cannot stand in: a PostgreSQL gradebook ($COURSE_DB_URL), or a `root` that
+    already holds files.
+    """
+    root = Path(root)
+    if (
+        SESSION_FOLDER is None
+        or "COURSE_DB_URL" in os.environ
+        or (root.exists() and any(root.iterdir()))
+    ):
+        course = ScratchCourse(root)
+        for assignment in assignments:
+            course.register(assignment)
+        return course
+    template = _template(assignments)
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(template / "gradebook.db", root / "gradebook.db")
+    return ScratchCourse(root, origin=template)  # copies the rest of the course
+
+
+def _template(assignments: tuple[str, ...]) -> Path:
+    """The session's registered course for `assignments`, built by whichever worker asks
+    first while the others wait on a file lock; kept for the session, read only by copies."""
+    from course.paths import course_root
+
+    origin = course_root()
+    key = hashlib.sha256(f"{origin}\0{assignments}".encode()).hexdigest()[:12]
+    folder = SESSION_FOLDER / "registered-courses"
+    folder.mkdir(parents=True, exist_ok=True)
+    done = folder / f"{'+'.join(assignments)}-{key}"
+    with open(folder / f"{done.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            building = folder / f"{done.name}.building"
+            shutil.rmtree(building, ignore_errors=True)
+            course = ScratchCourse(building, origin)
+            for assignment in assignments:
+                course.register(assignment)
+            building.rename(done)  # whole or not at all: a crash leaves only .building
+    return done
+
 
 class Batch:
     """One scratch course, one assignment: build submissions, grade them in one nbgrader run."""
 
     def __init__(self, root: Path, assignment: str, notebook: str):
-        self.course = ScratchCourse(root)
+        self.course = registered_course(root, assignment)
         self.assignment, self.notebook = assignment, notebook
-        self.course.register(assignment)
         self.release = self.course.release_notebook(assignment, notebook)
         self.solutions = solution_sources(self.course.source_notebook(assignment, notebook))
         self.filename = f"{notebook}.ipynb"

@@ -30,7 +30,7 @@ from tests.harness import (
     tree_digest,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("adversarial")]
+pytestmark = pytest.mark.slow
 
 ASSIGNMENT, NOTEBOOK = "01_backprop", "backprop"
 FULL = released_points(ASSIGNMENT, NOTEBOOK)  # full marks

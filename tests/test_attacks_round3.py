@@ -14,7 +14,7 @@ import pytest
 from course.paths import tool_env
 from tests.harness import Batch, released_points
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("attack")]
+pytestmark = pytest.mark.slow
 
 ASSIGNMENT, NOTEBOOK = "01_backprop", "backprop"
 PGPASSWORD, HUB_TOKEN = "fake-pg-password-r3", "fake-hub-token-r3"

@@ -10,7 +10,7 @@ import pytest
 
 from tests.harness import Batch
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("attack")]
+pytestmark = pytest.mark.slow
 
 ASSIGNMENT, NOTEBOOK = "01_backprop", "backprop"
 

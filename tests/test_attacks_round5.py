@@ -9,7 +9,7 @@ import pytest
 
 from tests.harness import Batch
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("attack")]
+pytestmark = pytest.mark.slow
 
 ASSIGNMENT, NOTEBOOK = "01_backprop", "backprop"
 
@@ -52,25 +52,13 @@ def _trusted(f, x):
 """
 
 
-def test_a_checker_cannot_return_the_probes_analytic_gradient(tmp_path):
+def test_a_checker_cannot_return_the_probes_analytic_gradient(graded_class):
     """Found in round 5: a blank notebook whose two gradient checkers only read the probe's
     `exact` from the call stack scores 5.14 / 24 (2.57 on each checker). Fix: the kernel
     probe computes no trusted value (the analytic gradient is the reference run's own:
     compute it only when probing the source solutions, or in the grader from x)."""
-    batch = Batch(tmp_path, ASSIGNMENT, NOTEBOOK)
-    nb = blank_with(
-        batch,
-        {
-            "eval_numerical_gradient_solution": FRAME_WALK
-            + "\ndef eval_numerical_gradient(f, x, h=1e-5):\n    return _trusted(f, x)\n",
-            "eval_numerical_gradient_array_solution": FRAME_WALK
-            + "\ndef eval_numerical_gradient_array(f, x, df, h=1e-5):\n"
-            "    return _trusted(f, x)\n",
-        },
-    )
-    batch.submit("mallory", nb)
-    batch.course_grade("--workers", "1")
-    scores = batch.scores()["mallory"]
+    batch = graded_class
+    scores = batch.scores()["frame_walker"]
     assert scores["eval_numerical_gradient"] == 0, scores
     assert scores["eval_numerical_gradient_array"] == 0, scores
 
@@ -104,17 +92,14 @@ print("FORK_MEMORY", held)
 """
 
 
-def test_a_kernels_processes_together_cannot_exceed_its_memory_cap(tmp_path):
+def test_a_kernels_processes_together_cannot_exceed_its_memory_cap(graded_class):
     """Found in round 5: the three children all hold their 1.6 GB at once (4.8 GB, above
     the kernel's 4 GB); so 50 children could take the grading machine's memory, and the
     OOM killer other students' grading. Fix: a memory limit on the sandbox as a whole (a
     cgroup: systemd-run --scope -p MemoryMax=4G, or a delegated cgroup v2 folder, around
     bwrap), or a watchdog that sums the RSS of the kernel's process tree."""
-    batch = Batch(tmp_path, ASSIGNMENT, NOTEBOOK)
-    batch.submit("mallory", blank_with(batch, {}, (FORK_MEMORY,)))
-    batch.submit("zoe", batch.answered(trim=True))
-    batch.course_grade("--workers", "1")
-    printed = cell_text(batch, "mallory", "FORK_MEMORY")
+    batch = graded_class
+    printed = cell_text(batch, "forker", "FORK_MEMORY")
     assert printed.count("held") < 3, f"4.8 GB held by one kernel's processes: {printed!r}"
     assert batch.scores()["zoe"] == batch.max_scores()
 
@@ -202,7 +187,7 @@ display(HTML("<script>window.PWNED_BY_A_STUDENT = 1</script>"))
 """
 
 
-def test_a_students_output_runs_no_script_in_the_instructors_formgrader(tmp_path):
+def test_a_students_output_runs_no_script_in_the_instructors_formgrader(graded_class):
     """Found in round 5: an output a student's cell displays (text/html) is kept in the
     autograded notebook, and nbgrader's formgrader renders that notebook with nbconvert's
     HTMLExporter (template "formgrade", sanitize_html off): the <script> lands as is in a
@@ -220,12 +205,8 @@ def test_a_students_output_runs_no_script_in_the_instructors_formgrader(tmp_path
     from nbgrader.server_extensions.formgrader import handlers
     from traitlets.config import Config
 
-    batch = Batch(tmp_path, ASSIGNMENT, NOTEBOOK)
-    nb = blank_with(batch, {}, (XSS,))
-    nb.cells.insert(1, nbformat.v4.new_markdown_cell("<script>window.MARKDOWN_PWNED = 1</script>"))
-    batch.submit("mallory", nb)
-    batch.course_grade("--workers", "1")
-    path = batch.course.root / "autograded" / "mallory" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    batch = graded_class
+    path = batch.course.root / "autograded" / "scripter" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
     # The formgrader's own configuration: nbgrader_config.py of the course, then its
     # template (nbgrader.server_extensions.formgrader.formgrader.build_extra_config).
     config = Config()
@@ -239,7 +220,7 @@ def test_a_students_output_runs_no_script_in_the_instructors_formgrader(tmp_path
     assert "<script>window.PWNED_BY_A_STUDENT" not in html
     assert "<script>window.MARKDOWN_PWNED" not in html
     batch.course.nbgrader("generate_feedback", ASSIGNMENT, check=False)
-    feedback = batch.course.root / "feedback" / "mallory" / ASSIGNMENT / f"{NOTEBOOK}.html"
+    feedback = batch.course.root / "feedback" / "scripter" / ASSIGNMENT / f"{NOTEBOOK}.html"
     assert "<script>window.PWNED_BY_A_STUDENT" not in feedback.read_text()
 
 
@@ -264,14 +245,38 @@ time.sleep(2)
 """
 
 
-def test_a_kernel_cannot_hold_memory_files_beyond_its_memory_cap(tmp_path):
+def test_a_kernel_cannot_hold_memory_files_beyond_its_memory_cap(graded_class):
     """Found in round 5: one kernel process holds 4.8 GB in memfd files (prints MEMFD_MB
     4800), above its 4 GB cap; a watchdog that sums the RSS of the kernel's processes would
     not see it either (unmapped shared memory is in no process's RSS). Fix: a memory cgroup
     around the sandbox (it counts shmem), or memfd_create refused by the seccomp filter."""
-    batch = Batch(tmp_path, ASSIGNMENT, NOTEBOOK)
-    batch.submit("mallory", blank_with(batch, {}, (MEMFD,)))
-    batch.course_grade("--workers", "1")
-    printed = cell_text(batch, "mallory", "MEMFD_MB")
+    batch = graded_class
+    printed = cell_text(batch, "memfd", "MEMFD_MB")
     held = int(printed.split("MEMFD_MB")[1].split()[0])
     assert held <= 4096, f"{held} MB of memory files held by one kernel process"
+
+
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory):
+    """One real `course grade --workers 1` of 01 for the attacks that need no set-up of
+    their own (once graded apart, a run each): each test asserts its own student."""
+    batch = Batch(tmp_path_factory.mktemp("round5") / "course", ASSIGNMENT, NOTEBOOK)
+    walker = {
+        "eval_numerical_gradient_solution": FRAME_WALK
+        + "\ndef eval_numerical_gradient(f, x, h=1e-5):\n    return _trusted(f, x)\n",
+        "eval_numerical_gradient_array_solution": FRAME_WALK
+        + "\ndef eval_numerical_gradient_array(f, x, df, h=1e-5):\n"
+        "    return _trusted(f, x)\n",
+    }
+    batch.submit("frame_walker", blank_with(batch, walker))
+    batch.submit("forker", blank_with(batch, {}, (FORK_MEMORY,)))
+    batch.submit("zoe", batch.answered(trim=True))
+    scripter = blank_with(batch, {}, (XSS,))
+    scripter.cells.insert(
+        1, nbformat.v4.new_markdown_cell("<script>window.MARKDOWN_PWNED = 1</script>")
+    )
+    batch.submit("scripter", scripter)
+    batch.submit("memfd", blank_with(batch, {}, (MEMFD,)))
+    done = batch.course_grade("--workers", "1")
+    assert "zoe" in done.stdout, done.stdout + done.stderr
+    return batch

@@ -14,7 +14,7 @@ import pytest
 
 from tests.harness import Batch
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("attack")]
+pytestmark = pytest.mark.slow
 
 NUMERICAL = ("eval_numerical_gradient_solution", "eval_numerical_gradient_array_solution")
 ZEROS = "    grad = np.zeros(x.shape, dtype=np.float64)\n"

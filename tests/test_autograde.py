@@ -5,7 +5,7 @@ import pytest
 
 from tests.harness import Batch, read_nb, released_points, tree_digest
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("autograde")]
+pytestmark = pytest.mark.slow
 
 ASSIGNMENT, NOTEBOOK = "01_backprop", "backprop"
 FULL = released_points(ASSIGNMENT, NOTEBOOK)  # full marks

@@ -132,11 +132,7 @@ def submission_inputs(root, assignment: str, student: str) -> Inputs:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "module",
-    [pytest.param(m, marks=pytest.mark.xdist_group(f"agree-{m.ASSIGNMENT}")) for m in MODULES],
-    ids=lambda m: m.ASSIGNMENT,
-)
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.ASSIGNMENT)
 def test_in_process_judging_agrees_with_nbgrader(module, tmp_path):
     batch = Batch(tmp_path, module.ASSIGNMENT, module.NOTEBOOK)
     chosen = sample(module)

@@ -40,7 +40,6 @@ _backend_bases.FigureCanvasBase.print_figure = _watched
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("notebooks")
 @pytest.mark.parametrize("text", build.text_sources(ROOT), ids=lambda p: p.parent.name)
 def test_source_notebook_runs_with_full_marks(text):
     path = build.notebook_path(text)

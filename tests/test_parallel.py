@@ -15,7 +15,7 @@ import pytest
 from course.paths import tool_env
 from tests.harness import Batch, postgres_server, tls_local_cluster, tree_digest
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("parallel")]
+pytestmark = pytest.mark.slow
 
 ASSIGNMENT, NOTEBOOK = "01_backprop", "backprop"
 

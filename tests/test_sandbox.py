@@ -79,7 +79,6 @@ def test_kernels_join_their_cgroups_before_anything_runs(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("autograde")
 def test_no_sandbox_means_nothing_graded_and_a_clear_message(tmp_path):
     batch = Batch(tmp_path, "01_backprop", "backprop")
     batch.submit("someone", batch.answered(trim=True))
@@ -93,7 +92,6 @@ def test_no_sandbox_means_nothing_graded_and_a_clear_message(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("autograde")
 def test_unsandboxed_on_purpose_still_grades(tmp_path):
     batch = Batch(tmp_path, "01_backprop", "backprop")
     batch.submit("someone", batch.answered(trim=True))
@@ -104,7 +102,6 @@ def test_unsandboxed_on_purpose_still_grades(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("autograde")
 def test_a_missing_reference_stops_the_run_naming_the_check(tmp_path):
     """A grader fault is loud: exit status 2, the check named, nobody scored zero for it."""
     import json

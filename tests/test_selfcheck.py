@@ -74,7 +74,6 @@ def _read(fd) -> bytes:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("selfcheck")
 def test_course_check_grades_like_the_instructor_and_records_progress(course):
     workspace.prepare(course.root)
     mine = course.root / "work" / "01_backprop" / "backprop.ipynb"
@@ -97,7 +96,6 @@ def test_course_check_grades_like_the_instructor_and_records_progress(course):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("selfcheck")
 def test_course_check_of_the_blank_release_fails_and_says_why(course):
     blank = course.root / "mine" / "01_backprop" / "backprop.ipynb"
     blank.parent.mkdir(parents=True)
@@ -142,7 +140,6 @@ def learner_copy(course, assignment, name, label, answers):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("selfcheck")
 def test_validate_fails_cell_by_cell_and_passes_the_solutions(course):
     """Validate (issue 22, item 1): the released hidden checks hold only comments, so it
     must fail where a visible "check it" fails or a cell errors, and pass the solutions."""
@@ -200,7 +197,6 @@ def test_validate_fails_cell_by_cell_and_passes_the_solutions(course):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("selfcheck")
 def test_validate_catches_a_wrong_relu_backward(course):
     solutions = solution_sources(course.source_notebook("03_multilayer", "multilayer"))
     wrong = mutate(
@@ -257,7 +253,6 @@ def test_a_self_learner_gets_an_exchange_and_a_class_is_told(course, monkeypatch
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("selfcheck")
 @pytest.mark.parametrize(
     "assignment, name",
     [("02_linear", "linear"), ("03_multilayer", "multilayer"), ("04_optimisers", "optimisers")],
