@@ -18,7 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-from course.paths import course_root, tool_env
+from course.paths import course_root, learner_work, tool_env
 
 
 def _build(args) -> int:
@@ -88,7 +88,7 @@ def _export(args) -> int:
     from course.carry import export
 
     root = course_root()
-    work = Path(args.work) if args.work else root / "work"
+    work = Path(args.work).expanduser() if args.work else learner_work(root)
     if not work.is_dir():
         print(f"course export: no folder {work}: run `make lab` first", file=sys.stderr)
         return 2
@@ -213,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     export.add_argument(
         "--work",
         metavar="DIR",
-        help="the folder holding your assignment folders (default: work/ of the course)",
+        help="the folder holding your assignment folders (default: work/ of the course; "
+        "on a class's hub, your home folder)",
     )
     validate = commands.add_parser(
         "validate",

@@ -16,6 +16,11 @@ folder's owner is not the student it names, and believes the timestamp. So:
   by the collector from the date it checked, never copied from the student's folder (round
   7: a folder named truthfully held its own timestamp.txt saying 2020), with a warning when
   the student's said otherwise;
+- a folder that holds any file or folder owned by another account than the folder itself
+  is refused whole, with an error naming it (round 8: nbgrader's submit leaves the folder
+  writable to all, and a classmate who learnt its name replaced the notebook in it), and
+  the student's previous submission, if any, is collected instead;
+- collected files keep their read and write bits only: no setuid, setgid or execute bit;
 - an inbound entry that is a link, is not a folder, holds anything but regular files and
   folders (a link, a fifo, a device), or whose name does not parse, is skipped with an
   error naming it, and the others are collected (round 6: one such entry stopped the whole
@@ -36,6 +41,7 @@ import stat
 import sys
 
 from nbgrader.exchange.default.collect import ExchangeCollect
+from nbgrader.exchange.default.submit import ExchangeSubmit
 from nbgrader.utils import parse_utc
 
 if sys.platform != "win32":
@@ -96,15 +102,20 @@ def entries(path: str):
 
 def irregular_entry(path: str) -> str | None:
     """Why an inbound entry is not a plain submission (None if it is): it is a link or not
-    a folder, holds something other than regular files and folders, or is nested too
-    deep or holds too much to walk (MAX_DEPTH, MAX_ENTRIES)."""
-    if not stat.S_ISDIR(os.lstat(path).st_mode):
+    a folder, holds something other than regular files and folders, holds a file or folder
+    of another account than the folder's own (a classmate's, put into a folder that
+    nbgrader's submit leaves writable to all), or is nested too deep or holds too much to
+    walk (MAX_DEPTH, MAX_ENTRIES)."""
+    top = os.lstat(path)
+    if not stat.S_ISDIR(top.st_mode):
         return "a link" if os.path.islink(path) else "not a folder"
     try:
         for rel, status in entries(path):
             if not (stat.S_ISREG(status.st_mode) or stat.S_ISDIR(status.st_mode)):
                 kind = "a link" if stat.S_ISLNK(status.st_mode) else "a special file"
                 return f"holds {kind}: {rel!r}"
+            if status.st_uid != top.st_uid:
+                return f"holds {rel!r}, owned by {owner_of(os.path.join(path, rel))}"
     except Irregular as why:
         return str(why)
     return None
@@ -252,6 +263,7 @@ class OwnerCheckedCollect(ExchangeCollect):
             log=self.log,
         )
         os.makedirs(dest)
+        self._uid = os.lstat(src).st_uid  # checked by irregular_entry: the student's
         stack = self._stack = [("", 0)]
         while stack:
             rel, depth = stack.pop()
@@ -288,29 +300,61 @@ class OwnerCheckedCollect(ExchangeCollect):
         is left out with an error."""
         target = os.path.join(dest, rel)
         try:
-            mode = os.stat(name, dir_fd=here, follow_symlinks=False).st_mode
-            if stat.S_ISDIR(mode) and depth + 1 > MAX_DEPTH:
+            status = os.stat(name, dir_fd=here, follow_symlinks=False)
+            mode = status.st_mode
+            if status.st_uid != self._uid:  # put there since the folder was checked
+                self.log.error("%r in %r is another account's: left out", rel, src)
+            elif stat.S_ISDIR(mode) and depth + 1 > MAX_DEPTH:
                 self.log.error("%r in %r is nested too deep: left out", rel, src)
             elif stat.S_ISDIR(mode):
                 os.mkdir(target)
                 self._stack.append((rel, depth + 1))
-            elif not (stat.S_ISREG(mode) and self._copy_file(here, name, target)):
-                self.log.error("%r in %r is not a regular file: left out", rel, src)
+            elif not (stat.S_ISREG(mode) and self._copy_file(here, name, target, self._uid)):
+                self.log.error("%r in %r is not a regular file of its own: left out", rel, src)
         except OSError as error:
             self.log.error("%r in %r cannot be copied (%s): left out", rel, src, error)
 
     @staticmethod
-    def _copy_file(here: int, name: str, target: str) -> bool:
+    def _copy_file(here: int, name: str, target: str, uid: int) -> bool:
         """Copy one regular file of the open folder `here`, opened without following a link
-        or waiting on a pipe; False (nothing copied) if it is no longer a regular file."""
+        or waiting on a pipe; False (nothing copied) if it is no longer a regular file
+        owned by `uid`."""
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=here)
         status = os.fstat(fd)
-        if not stat.S_ISREG(status.st_mode):  # fdopen would refuse a folder: checked first
+        # fdopen would refuse a folder: checked first
+        if not stat.S_ISREG(status.st_mode) or status.st_uid != uid:
             os.close(fd)
             return False
         with os.fdopen(fd, "rb") as inp:
             with open(target, "wb") as out:
                 shutil.copyfileobj(inp, out)
-        os.chmod(target, stat.S_IMODE(status.st_mode) | stat.S_IRUSR | stat.S_IWUSR)
+        # Read and write bits only: no setuid, setgid, sticky or execute bit is collected (a
+        # student's setuid program would otherwise become one of the collecting account).
+        os.chmod(target, stat.S_IMODE(status.st_mode) & 0o666 | stat.S_IRUSR | stat.S_IWUSR)
         os.utime(target, ns=(status.st_atime_ns, status.st_mtime_ns))
         return True
+
+
+class PrivateSubmit(ExchangeSubmit):
+    """nbgrader's submit, then the submission closed to classmates (round 8).
+
+    nbgrader leaves the submission's folder writable to all (0777) and its files readable
+    to all: a classmate who learns the folder's name could read it (its
+    submission_secret.txt names the feedback) or put files in it. On the class's hub the
+    inbound folder is setgid to the instructors' group (hub/install, hub/add-user), so the
+    folder and its files carry that group: they become 0750 and 0640, the instructor's
+    group reads them to collect and nobody else opens them. Elsewhere (no such group) the
+    folder becomes 0755 and its files 0644, as nbgrader makes everything inside it.
+    """
+
+    def copy_files(self):
+        super().copy_files()
+        dest = os.path.join(self.inbound_path, self.assignment_filename)
+        inbound = os.stat(self.inbound_path)
+        shared = inbound.st_mode & stat.S_ISGID and os.stat(dest).st_gid == inbound.st_gid
+        shared = shared and inbound.st_gid not in (os.getegid(), *os.getgroups())
+        self.set_perms(
+            dest,
+            fileperms=0o640 if shared else 0o644,
+            dirperms=0o750 if shared else 0o755,
+        )
