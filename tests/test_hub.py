@@ -581,7 +581,8 @@ def server_token(klass, user) -> str:
     """The API token in the environment of the user's server (root reads it)."""
     pid = run("pgrep", "-u", user, "-f", "jupyterhub-singleuser").stdout.split()[0]
     environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    return next(v.split(b"=", 1)[1] for v in environ if v.startswith(b"JUPYTERHUB_API_TOKEN="))
+    token = next(v for v in environ if v.startswith(b"JUPYTERHUB_API_TOKEN="))
+    return token.split(b"=", 1)[1].decode()
 
 
 def command_lines(klass, student) -> list[str]:

@@ -342,19 +342,26 @@ class PrivateSubmit(ExchangeSubmit):
     to all: a classmate who learns the folder's name could read it (its
     submission_secret.txt names the feedback) or put files in it. On the class's hub the
     inbound folder is setgid to the instructors' group (hub/install, hub/add-user), so the
-    folder and its files carry that group: they become 0750 and 0640, the instructor's
-    group reads them to collect and nobody else opens them. Elsewhere (no such group) the
-    folder becomes 0755 and its files 0644, as nbgrader makes everything inside it.
+    folder and what nbgrader copies into it carry that group: those become 0750 and 0640,
+    the instructors' group reads them to collect and nobody else enters the folder. What
+    carries the student's own group (nbgrader writes timestamp.txt and
+    submission_secret.txt after the copy has reset the folder's setgid bit) stays 0644,
+    inside that closed folder. Elsewhere (no such group) everything is as nbgrader makes
+    it inside: folders 0755, files 0644.
     """
 
     def copy_files(self):
         super().copy_files()
         dest = os.path.join(self.inbound_path, self.assignment_filename)
         inbound = os.stat(self.inbound_path)
-        shared = inbound.st_mode & stat.S_ISGID and os.stat(dest).st_gid == inbound.st_gid
-        shared = shared and inbound.st_gid not in (os.getegid(), *os.getgroups())
-        self.set_perms(
-            dest,
-            fileperms=0o640 if shared else 0o644,
-            dirperms=0o750 if shared else 0o755,
-        )
+        group = inbound.st_gid if inbound.st_mode & stat.S_ISGID else None
+        if group in (os.getegid(), *os.getgroups()):
+            group = None  # a private exchange, the student's own group: nothing to close
+        folders = []
+        for folder, _, files in os.walk(dest):
+            folders.append(folder)
+            for name in files:
+                path = os.path.join(folder, name)
+                os.chmod(path, 0o640 if os.stat(path).st_gid == group else 0o644)
+        for folder in reversed(folders):
+            os.chmod(folder, 0o750 if os.stat(folder).st_gid == group else 0o755)
