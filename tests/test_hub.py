@@ -392,7 +392,9 @@ def test_a_class_on_the_hub(klass, browser):
 
     for student in klass.students:
         if student == s2:
-            # The due date passes between the two submissions: s2's is late.
+            # The due date passes between the two submissions: s2's is late. (It is given
+            # to the second, after s1's submission last changed.)
+            time.sleep(1.5)
             run(
                 "nbgrader",
                 "db",
