@@ -765,7 +765,14 @@ def classmate_attacks(klass) -> dict:
     )
     proc = as_student(klass, s2, "python", "-c", swap)
     assert proc.returncode == 0, proc.stderr  # nbgrader's 0777 lets it: collect must not
-    folder(s2, s2, {nb: (theirs, 0o644), "tool": ("#!/bin/sh\nid\n", 0o4755)})
+    # s2's own submission again, by hand, with a setuid program in it (and the secret of
+    # their real one, which names the feedback they fetch).
+    [real] = [p for p in inbound.iterdir() if p.name.startswith(f"{s2}+{ASSIGNMENT}+")][:1]
+    own_secret = (real / "submission_secret.txt").read_text()
+    tool = ("#!/bin/sh\nid\n", 0o4755)
+    folder(
+        s2, s2, {nb: (theirs, 0o644), "submission_secret.txt": (own_secret, 0o644), "tool": tool}
+    )
     return {"genuine": (genuine / nb).read_bytes()}
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import secrets
 import shutil
 import stat
 import sys
@@ -145,6 +146,7 @@ def open_folder(top: str, rel: str) -> int:
 
 
 STAMP = "timestamp.txt"
+SECRET = "submission_secret.txt"  # names the released feedback (nbgrader's notebook_hash)
 
 
 def read_stamp(folder: str) -> str | None:
@@ -293,6 +295,15 @@ class OwnerCheckedCollect(ExchangeCollect):
             )
         with open(os.path.join(dest, STAMP), "w") as out:
             out.write(ours)
+        # nbgrader's release_feedback reads every collected submission's secret and stops
+        # for the whole class at one without it (round 8: a folder made by hand, not by
+        # nbgrader's submit): such a submission gets a secret nobody knows, so its
+        # feedback is released and only its author cannot fetch it.
+        secret = os.path.join(dest, SECRET)
+        if not os.path.isfile(secret):
+            self.log.warning("%r has no %s (not made by nbgrader submit): one is made", src, SECRET)
+            with open(secret, "w") as out:
+                out.write(secrets.token_hex(64))
 
     def _copy_entry(self, here, name, rel, depth, src, dest):
         """Copy the entry `name` of the open folder `here` (at `rel` in `src`) to `dest`,
