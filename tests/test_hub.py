@@ -1,14 +1,19 @@
 """The course as a class on JupyterHub, in a real browser: what the README's guide says.
 
-As root, the test follows "A class on JupyterHub": hub/install (the class's Python
-environment, configurable-http-proxy from npm, the exchange), hub/add-user for an
-instructor and two students (real Unix accounts with PAM passwords, removed afterwards),
-then JupyterHub on loopback with hub/jupyterhub_config.py. Chromium (Playwright) then
-plays every role: the instructor releases 01 from the formgrader; each student logs in,
-fetches it from the Assignments tab, answers it (one right, one with a bug), presses
-Validate and submits; the instructor collects, runs `course grade` in a terminal on the
-hub, opens the gradebook, generates and releases feedback; each student fetches their
-own feedback. Screenshots of every step go to artefacts/hub/.
+As root, the test follows "A class on JupyterHub": from a root-only copy of the course
+source, hub/install (the class's Python environment, configurable-http-proxy from npm, the
+exchange and its course folders), hub/add-user for an instructor and two named students
+(real Unix accounts with PAM passwords, removed afterwards), then JupyterHub on loopback
+with hub/jupyterhub_config.py. Chromium (Playwright) then plays every role: the instructor
+releases 01 from the formgrader (and 03, 04 from the command line); each student logs in
+and fetches it from the Assignments tab; s1 presses Validate on the blank copy (it fails)
+and runs the README's learner commands in their home; one answers right, one with a bug,
+both press Validate (pass, fail) and submit; the instructor collects, runs `course grade`
+in a terminal on the hub, opens the gradebook and Manage Students, generates and releases
+feedback; each student fetches and opens their own feedback and cannot open the other's.
+As student s2 it also tries every route to what is not theirs (listed in
+test_a_class_on_the_hub's docstring; the verdicts go to artefacts/hub/routes.json).
+Screenshots of every step go to artefacts/hub/.
 
 Skipped, with the reason, where this cannot run: not root, no chromium or Playwright, no
 npm, or no Python >= 3.11.5 that every account can run (hub/install says which).
