@@ -19,7 +19,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from course.paths import course_root, tool_env
+from course.paths import course_root, learner_work, tool_env
 
 
 def _build(args) -> int:
@@ -98,7 +98,7 @@ def _export(args) -> int:
     from course.carry import export
 
     root = course_root()
-    work = Path(args.work) if args.work else root / "work"
+    work = Path(args.work).expanduser() if args.work else learner_work(root)
     if not work.is_dir():
         print(
             f"course export: no folder {work}: run `make lab` first (it makes work/), or name "
@@ -286,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     export.add_argument(
         "--work",
         metavar="DIR",
-        help="the folder holding your assignment folders (default: work/ of the course)",
+        help="the folder holding your assignment folders (default: work/ of the course; "
+        "on a class's hub, your home folder)",
     )
     validate = command(
         "validate",

@@ -11,6 +11,19 @@ def course_root() -> Path:
     return Path(__file__).resolve().parent.parent
 
 
+def is_course_directory(root: Path) -> bool:
+    """Whether `root` holds a course (its nbgrader_config.py). On a class's hub, a student's
+    `course` is an installed package with no course beside it: the course stays with the
+    instructor."""
+    return (Path(root) / "nbgrader_config.py").is_file()
+
+
+def learner_work(root: Path) -> Path:
+    """Where a learner's assignment folders are: work/ of the course directory, or, with no
+    course directory (a class's hub), the home folder, where nbgrader fetches them."""
+    return Path(root) / "work" if is_course_directory(root) else Path.home()
+
+
 def references_dir() -> Path:
     """Reference outputs of the source solutions: outside source/, so never released."""
     return course_root() / "references"

@@ -29,7 +29,7 @@ from course.carry import export, module_name
 from course.grader import autograde
 from course.grader.cells import grade_id_of_test_cell, nbgrader_meta
 from course.grader.nbgrader_ext import section_of
-from course.paths import course_root
+from course.paths import course_root, is_course_directory
 from course.workspace import write_start_page
 
 STUDENT = "me"
@@ -108,6 +108,13 @@ def print_table(name: str, results: list[Exercise], problems: list[str]) -> None
 
 def check(notebook: Path, sandboxed: bool = True) -> int:
     root = course_root()
+    if not is_course_directory(root):
+        raise FileNotFoundError(
+            "course check grades on the course's references and hidden checks, and there is "
+            f"no course directory here ({root}): in a class they stay with your instructor, "
+            "who grades what you submit. Press Validate, or run `course validate "
+            f"{notebook}`, to run every check it cell."
+        )
     notebook = notebook.resolve()
     if not notebook.is_file():
         raise FileNotFoundError(
@@ -173,7 +180,6 @@ def validate(notebook: Path, out=None) -> int:
     `nbgrader validate`, which exits 0 whatever it finds, exits 1 when any cell failed.
     """
     from nbgrader.validator import Validator
-    from traitlets.config.loader import PyFileConfigLoader
 
     out = out or sys.stdout
     notebook = notebook.resolve()
@@ -182,9 +188,7 @@ def validate(notebook: Path, out=None) -> int:
             f"no notebook at {notebook}: give the path of one of yours, "
             "e.g. work/01_backprop/backprop.ipynb"
         )
-    root = course_root()
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
-    results = Validator(config=config).validate(str(notebook))
+    results = Validator(config=validate_settings(course_root())).validate(str(notebook))
     if results.get("type_changed"):
         print(f"{notebook.name}: a cell's type was changed; restore it:", file=out)
         for cell in results["type_changed"]:
@@ -208,6 +212,26 @@ def validate(notebook: Path, out=None) -> int:
         return 1
     print(f"{notebook.name}: every cell ran and every check it passed", file=out)
     return 0
+
+
+def validate_settings(root: Path):
+    """The nbgrader settings Validate runs with: the course directory's nbgrader_config.py,
+    as the lab's button reads it there; with no course directory (a student on a class's
+    hub), the nbgrader_config.py of the Jupyter set-up the hub gave them (JUPYTER_CONFIG_PATH),
+    as the button reads it there."""
+    from jupyter_core.paths import jupyter_config_path
+    from traitlets.config import Config
+    from traitlets.config.loader import PyFileConfigLoader
+
+    if is_course_directory(root):
+        folders = [root]
+    else:  # lowest priority first, each merged over the one before
+        folders = [Path(p) for p in reversed(jupyter_config_path())]
+    config = Config()
+    for folder in folders:
+        if (folder / "nbgrader_config.py").is_file():
+            config.merge(PyFileConfigLoader("nbgrader_config.py", path=str(folder)).load_config())
+    return config
 
 
 def first_line(source: str) -> str:

@@ -87,3 +87,15 @@ def set_up(spawner):
 
 
 c.Spawner.pre_spawn_hook = set_up
+
+# The formgrader, open in its own tab (see the README), links an assignment's folders and
+# notebooks to /tree/..., /notebooks/... and /edit/... at the site's root (nbgrader's
+# utils.js `linkTo`, written for a server at the root): on a hub those reach the Hub,
+# which answers 404. They are sent on to the same path on the user's own server
+# (JupyterHub's /hub/user-redirect/). Deprecated in JupyterHub 3.1 for services, still
+# served; a service would need a port and a token of its own for three redirects.
+from tornado.web import RedirectHandler  # noqa: E402
+
+c.JupyterHub.extra_handlers = [
+    (r"/(tree|notebooks|edit)/(.*)", RedirectHandler, {"url": "/hub/user-redirect/{0}/{1}"})
+]

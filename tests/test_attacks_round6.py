@@ -494,3 +494,49 @@ def test_a_numerical_dW_does_not_earn_the_softmax_gradient_points():
     for name in ("softmax_loss_naive", "softmax_loss_vectorized"):
         assert honest[name] > 0
         assert numerical[name] < honest[name], f"{name}: {numerical[name]} of {honest[name]}"
+
+
+# ---------------------------------------------------------------- the exchange, round 8
+
+
+def test_a_classmates_file_in_a_submission_refuses_it(tmp_path):
+    """Round 8: nbgrader's submit leaves a submission's folder at 0777, and a classmate who
+    learnt its name replaced the notebook in it with their own; collect checked only the
+    folder's owner. Now every file and folder in it must be the folder's owner's."""
+    from course.grader.exchange import irregular_entry
+
+    _needs_root()
+    folder = tmp_path / f"daemon+01_backprop+{STAMP}+aa11bb22"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "backprop.ipynb").write_text("{}")
+    (folder / "sub" / "data.txt").write_text("1")
+    for path in (folder, folder / "sub", folder / "backprop.ipynb", folder / "sub" / "data.txt"):
+        _own(path, "daemon")
+    assert irregular_entry(str(folder)) is None
+    _own(folder / "sub" / "data.txt", "nobody")  # a classmate's file, deep inside
+    assert "owned by nobody" in irregular_entry(str(folder))
+    _own(folder / "sub" / "data.txt", "daemon")
+    _own(folder / "sub", "nobody")  # a classmate's folder
+    assert "owned by nobody" in irregular_entry(str(folder))
+
+
+def test_collecting_strips_setuid_setgid_and_execute_bits(tmp_path):
+    """Round 8: a student's setuid 4755 file became a setuid program of the collecting
+    account. A collected file keeps its read and write bits only."""
+    import os
+    import stat
+
+    from course.grader.exchange import OwnerCheckedCollect
+
+    tool = tmp_path / "tool"
+    tool.write_text("#!/bin/sh\nid\n")
+    os.chmod(tool, 0o6755)
+    here = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        uid = os.lstat(tool).st_uid
+        assert OwnerCheckedCollect._copy_file(here, "tool", str(tmp_path / "copy"), uid)
+        assert not OwnerCheckedCollect._copy_file(here, "tool", str(tmp_path / "no"), uid + 1)
+    finally:
+        os.close(here)
+    assert stat.S_IMODE(os.stat(tmp_path / "copy").st_mode) == 0o644
+    assert not (tmp_path / "no").exists()

@@ -122,3 +122,22 @@ def test_loading_the_config_changes_nothing_in_the_process(monkeypatch):
     config = PyFileConfigLoader("nbgrader_config.py", path=str(REPO)).load_config()
     assert dict(os.environ) == before
     assert config.SeedHiddenChecks.course_root == str(REPO)
+
+
+def test_the_hubs_student_set_up_validates_as_make_lab_does():
+    """Round 8: on the hub, Validate said "Success!" on a blank notebook: the hub's student
+    set-up did not validate every cell, as the course's nbgrader_config.py does for
+    `make lab`. Its Lab settings are the local student set-up's too."""
+    import json
+
+    from traitlets.config.loader import PyFileConfigLoader
+
+    root = Path(__file__).resolve().parents[1]
+    hub = root / "hub" / "jupyter" / "student"
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(hub)).load_config()
+    assert config.Validator.validate_all is True
+    course = (root / "nbgrader_config.py").read_text()
+    assert "c.Validator.validate_all = True" in course
+    overrides = "labconfig/default_setting_overrides.json"
+    local = root / "course" / "jupyter" / "student"
+    assert json.loads((hub / overrides).read_text()) == json.loads((local / overrides).read_text())

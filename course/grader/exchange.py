@@ -16,6 +16,11 @@ folder's owner is not the student it names, and believes the timestamp. So:
   by the collector from the date it checked, never copied from the student's folder (round
   7: a folder named truthfully held its own timestamp.txt saying 2020), with a warning when
   the student's said otherwise;
+- a folder that holds any file or folder owned by another account than the folder itself
+  is refused whole, with an error naming it (round 8: nbgrader's submit leaves the folder
+  writable to all, and a classmate who learnt its name replaced the notebook in it), and
+  the student's previous submission, if any, is collected instead;
+- collected files keep their read and write bits only: no setuid, setgid or execute bit;
 - an inbound entry that is a link, is not a folder, holds anything but regular files and
   folders (a link, a fifo, a device), or whose name does not parse, is skipped with an
   error naming it, and the others are collected (round 6: one such entry stopped the whole
@@ -31,11 +36,13 @@ from __future__ import annotations
 
 import datetime
 import os
+import secrets
 import shutil
 import stat
 import sys
 
 from nbgrader.exchange.default.collect import ExchangeCollect
+from nbgrader.exchange.default.submit import ExchangeSubmit
 from nbgrader.utils import parse_utc
 
 if sys.platform != "win32":
@@ -96,15 +103,20 @@ def entries(path: str):
 
 def irregular_entry(path: str) -> str | None:
     """Why an inbound entry is not a plain submission (None if it is): it is a link or not
-    a folder, holds something other than regular files and folders, or is nested too
-    deep or holds too much to walk (MAX_DEPTH, MAX_ENTRIES)."""
-    if not stat.S_ISDIR(os.lstat(path).st_mode):
+    a folder, holds something other than regular files and folders, holds a file or folder
+    of another account than the folder's own (a classmate's, put into a folder that
+    nbgrader's submit leaves writable to all), or is nested too deep or holds too much to
+    walk (MAX_DEPTH, MAX_ENTRIES)."""
+    top = os.lstat(path)
+    if not stat.S_ISDIR(top.st_mode):
         return "a link" if os.path.islink(path) else "not a folder"
     try:
         for rel, status in entries(path):
             if not (stat.S_ISREG(status.st_mode) or stat.S_ISDIR(status.st_mode)):
                 kind = "a link" if stat.S_ISLNK(status.st_mode) else "a special file"
                 return f"holds {kind}: {rel!r}"
+            if status.st_uid != top.st_uid:
+                return f"holds {rel!r}, owned by {owner_of(os.path.join(path, rel))}"
     except Irregular as why:
         return str(why)
     return None
@@ -134,6 +146,7 @@ def open_folder(top: str, rel: str) -> int:
 
 
 STAMP = "timestamp.txt"
+SECRET = "submission_secret.txt"  # names the released feedback (nbgrader's notebook_hash)
 
 
 def read_stamp(folder: str) -> str | None:
@@ -252,6 +265,7 @@ class OwnerCheckedCollect(ExchangeCollect):
             log=self.log,
         )
         os.makedirs(dest)
+        self._uid = os.lstat(src).st_uid  # checked by irregular_entry: the student's
         stack = self._stack = [("", 0)]
         while stack:
             rel, depth = stack.pop()
@@ -281,6 +295,15 @@ class OwnerCheckedCollect(ExchangeCollect):
             )
         with open(os.path.join(dest, STAMP), "w") as out:
             out.write(ours)
+        # nbgrader's release_feedback reads every collected submission's secret and stops
+        # for the whole class at one without it (round 8: a folder made by hand, not by
+        # nbgrader's submit): such a submission gets a secret nobody knows, so its
+        # feedback is released and only its author cannot fetch it.
+        secret = os.path.join(dest, SECRET)
+        if not os.path.isfile(secret):
+            self.log.warning("%r has no %s (not made by nbgrader submit): one is made", src, SECRET)
+            with open(secret, "w") as out:
+                out.write(secrets.token_hex(64))
 
     def _copy_entry(self, here, name, rel, depth, src, dest):
         """Copy the entry `name` of the open folder `here` (at `rel` in `src`) to `dest`,
@@ -288,29 +311,68 @@ class OwnerCheckedCollect(ExchangeCollect):
         is left out with an error."""
         target = os.path.join(dest, rel)
         try:
-            mode = os.stat(name, dir_fd=here, follow_symlinks=False).st_mode
-            if stat.S_ISDIR(mode) and depth + 1 > MAX_DEPTH:
+            status = os.stat(name, dir_fd=here, follow_symlinks=False)
+            mode = status.st_mode
+            if status.st_uid != self._uid:  # put there since the folder was checked
+                self.log.error("%r in %r is another account's: left out", rel, src)
+            elif stat.S_ISDIR(mode) and depth + 1 > MAX_DEPTH:
                 self.log.error("%r in %r is nested too deep: left out", rel, src)
             elif stat.S_ISDIR(mode):
                 os.mkdir(target)
                 self._stack.append((rel, depth + 1))
-            elif not (stat.S_ISREG(mode) and self._copy_file(here, name, target)):
-                self.log.error("%r in %r is not a regular file: left out", rel, src)
+            elif not (stat.S_ISREG(mode) and self._copy_file(here, name, target, self._uid)):
+                self.log.error("%r in %r is not a regular file of its own: left out", rel, src)
         except OSError as error:
             self.log.error("%r in %r cannot be copied (%s): left out", rel, src, error)
 
     @staticmethod
-    def _copy_file(here: int, name: str, target: str) -> bool:
+    def _copy_file(here: int, name: str, target: str, uid: int) -> bool:
         """Copy one regular file of the open folder `here`, opened without following a link
-        or waiting on a pipe; False (nothing copied) if it is no longer a regular file."""
+        or waiting on a pipe; False (nothing copied) if it is no longer a regular file
+        owned by `uid`."""
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=here)
         status = os.fstat(fd)
-        if not stat.S_ISREG(status.st_mode):  # fdopen would refuse a folder: checked first
+        # fdopen would refuse a folder: checked first
+        if not stat.S_ISREG(status.st_mode) or status.st_uid != uid:
             os.close(fd)
             return False
         with os.fdopen(fd, "rb") as inp:
             with open(target, "wb") as out:
                 shutil.copyfileobj(inp, out)
-        os.chmod(target, stat.S_IMODE(status.st_mode) | stat.S_IRUSR | stat.S_IWUSR)
+        # Read and write bits only: no setuid, setgid, sticky or execute bit is collected (a
+        # student's setuid program would otherwise become one of the collecting account).
+        os.chmod(target, stat.S_IMODE(status.st_mode) & 0o666 | stat.S_IRUSR | stat.S_IWUSR)
         os.utime(target, ns=(status.st_atime_ns, status.st_mtime_ns))
         return True
+
+
+class PrivateSubmit(ExchangeSubmit):
+    """nbgrader's submit, then the submission closed to classmates (round 8).
+
+    nbgrader leaves the submission's folder writable to all (0777) and its files readable
+    to all: a classmate who learns the folder's name could read it (its
+    submission_secret.txt names the feedback) or put files in it. On the class's hub the
+    inbound folder is setgid to the instructors' group (hub/install, hub/add-user), so the
+    folder and what nbgrader copies into it carry that group: those become 0750 and 0640,
+    the instructors' group reads them to collect and nobody else enters the folder. What
+    carries the student's own group (nbgrader writes timestamp.txt and
+    submission_secret.txt after the copy has reset the folder's setgid bit) stays 0644,
+    inside that closed folder. Elsewhere (no such group) everything is as nbgrader makes
+    it inside: folders 0755, files 0644.
+    """
+
+    def copy_files(self):
+        super().copy_files()
+        dest = os.path.join(self.inbound_path, self.assignment_filename)
+        inbound = os.stat(self.inbound_path)
+        group = inbound.st_gid if inbound.st_mode & stat.S_ISGID else None
+        if group in (os.getegid(), *os.getgroups()):
+            group = None  # a private exchange, the student's own group: nothing to close
+        folders = []
+        for folder, _, files in os.walk(dest):
+            folders.append(folder)
+            for name in files:
+                path = os.path.join(folder, name)
+                os.chmod(path, 0o640 if os.stat(path).st_gid == group else 0o644)
+        for folder in reversed(folders):
+            os.chmod(folder, 0o750 if os.stat(folder).st_gid == group else 0o755)
