@@ -165,8 +165,9 @@ def judge_combination(kernel_env: dict, grader_env: dict, secret: bool) -> dict:
     return {"marks": marks, "lost": lost, "kernel": loaded}
 
 
-def main(combinations=None) -> int:
-    """Print the table of combinations x assignments; 1 if any lost a point."""
+def main(combinations=None, ways=("public", "secret")) -> int:
+    """Print the table of combinations x assignments (each judged each of `ways`); 1 if any
+    lost a point."""
     combinations = COMBINATIONS if combinations is None else combinations
     print("the solutions' marks with the kernel and the grader under emulated processors")
     print("(public: against the committed references/, as `course check`; secret: against")
@@ -174,7 +175,7 @@ def main(combinations=None) -> int:
     header = None
     failed = False
     for name, kernel_env, grader_env in combinations:
-        for how in ("public", "secret"):
+        for how in ways:
             found = judge_combination(kernel_env, grader_env, how == "secret")
             marks = found["marks"]
             if header is None:
