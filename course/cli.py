@@ -8,7 +8,8 @@ course lab          open JupyterLab as a learner (--instructor: with every nbgra
 course check NB     grade one notebook of yours, as the instructor would
 course validate NB  run a notebook as Validate does; exit 1 when a cell fails
 course demo         the instructor's pipeline on bundled demo students, kept in demo/course
-course bench        notebook and autograding timings; --conv: 06's convolution against PyTorch
+course bench        notebook and autograding timings; --conv: 06's convolution against PyTorch;
+                    --processors: the solutions' marks under emulated processors
 """
 
 from __future__ import annotations
@@ -162,6 +163,11 @@ def _cluster_certs(args) -> int:
 
 def _bench(args) -> int:
     from course.authoring import bench
+
+    if args.processors:
+        from course.authoring import processors
+
+        return processors.main()
 
     return bench.main(
         notebooks_only=args.notebooks, class_only=args.class_only, conv_only=args.conv
@@ -350,6 +356,12 @@ def main(argv: list[str] | None = None) -> int:
         "--conv",
         action="store_true",
         help="only 06's fast convolution against the naive loops and PyTorch (if installed)",
+    )
+    bench.add_argument(
+        "--processors",
+        action="store_true",
+        help="only the solutions' marks with NumPy's SIMD paths, OpenBLAS's kernel and the "
+        "thread counts of other processors, emulated (exit 1 if any point is lost)",
     )
     args = parser.parse_args(argv)
     # nbgrader's API runs `alembic` by name: make this environment's tools findable even

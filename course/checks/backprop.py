@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from course.checks.common import away_from_zero, centred_error
+from course.checks.common import as_given, away_from_zero, centred_error, flat, left_as_given
 from course.data import two_moons
 from course.grader.model import Assignment, Broken, Check, Rule, register
 from course.grader.probe import inside_nudged
@@ -422,7 +422,7 @@ register(
 
 def _record_checker(out, name, call, x):
     """Record what a student's gradient checker gives on x, and x itself after the call (the
-    grader wants it bit for bit as before). call(x) runs the student's checker.
+    grader wants it bit for bit as it was right before). call(x) runs the student's checker.
 
     Nothing trusted is computed here, in the kernel, where the student's checker runs: code
     that climbs the call stack reads every local of the probe (round 5 of the attacks read
@@ -433,15 +433,17 @@ def _record_checker(out, name, call, x):
     """
 
     def compute():
+        before = flat(x)
         grad = call(x)
-        return grad, np.array(x, dtype=np.float64)
+        return grad, as_given(before, flat(x))
 
     out.record([f"grad:{name}", f"restored:{name}"], compute)
 
 
 RESTORED = Rule(
     "x after the call, for",
-    rtol=0,  # bit for bit: the reference run leaves x exactly as it was
+    kind="true",
+    measure=left_as_given,  # bit for bit, against the same process's snapshot
     weight=0,  # worth nothing alone; the gradient is credited only with it
     hint="save each old element and assign it back (x[i] += h, then x[i] -= h, leaves "
     "rounding residue).",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from course.gradcheck import relative_errors
+from course.grader.model import ROUNDING_RTOL
 from course.grader.probe import nudged
 
 STEP = 1e-5  # the step of course.grader.probe.nudged, unless a probe says otherwise
@@ -55,20 +56,66 @@ def stacked(*observations: np.ndarray) -> np.ndarray:
     return np.concatenate(observations, axis=1)
 
 
+def flat(*arrays) -> np.ndarray:
+    """The arrays' values, one after the other, as float64 (integers up to 2**53 exactly)."""
+    return np.concatenate([np.ravel(np.array(a, dtype=np.float64)) for a in arrays])
+
+
+def as_given(before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """(2, K): a call's inputs right before it and right after it, both flat(...) in the
+    same process (left_as_given compares them)."""
+    after = np.asarray(after, dtype=np.float64)
+    if after.shape != before.shape:  # the student's code resized an input: fails there
+        after = np.full(before.shape, np.nan)
+    return np.stack([before, after])
+
+
+def left_as_given(got, want):
+    """measure: whether a call left its inputs as it was given them, from as_given's
+    snapshots of the student's process: the same bytes before and after, bit for bit. Both
+    were taken by the same process, so no processor or BLAS kernel can make them differ;
+    only code that writes into its inputs can (x[i] += h, then x[i] -= h, leaves a
+    residue). The snapshot before the call must be the check's inputs (the reference
+    run's, to rounding: another processor may draw them a few ulps apart), so that it is
+    a snapshot of what the probe gave, not just any two equal arrays."""
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    if got.ndim != 2 or got.shape[0] != 2 or got.shape != want.shape:
+        return "not recorded as the probe records it"
+    before, after = got
+    if before.size and float(relative_errors(before, want[0]).max()) > ROUNDING_RTOL:
+        return "the values recorded before the call are not the check's inputs"
+    if np.array_equal(before.view(np.uint64), after.view(np.uint64)):
+        return True
+    if not np.all(np.isfinite(after)):
+        return "changed in place (they hold NaN or infinity after the call, or changed shape)"
+    change = float(relative_errors(after, before).max())
+    if change <= ROUNDING_RTOL:
+        return (
+            f"changed in place by a rounding-sized amount (largest relative change "
+            f"{change:.0e}): the code writes into them and puts them back, which leaves "
+            "rounding residue"
+        )
+    return f"changed in place (largest relative change {change:.1e})"
+
+
 def network_loss_observed(build, params: dict, X, y, names) -> tuple:
     """A student's network's loss on copies of X and y: (loss, grads, left, observed).
 
     build(params) -> a student's network holding copies of `params`, a fresh one for every
     evaluation, so nothing a loss call leaves behind reaches the next. `left` is X, y and
-    every parameter after the call, raw (a loss that edits them in place, W -= ..., or a
-    layer writing into a cached array, changes them); `observed` holds the gradient of each
-    parameter in `names` beside its own loss at that parameter nudged by +-h.
+    every parameter right before and right after the call (as_given: a loss that edits them
+    in place, W -= ..., or a layer writing into a cached array, changes them); `observed`
+    holds the gradient of each parameter in `names` beside its own loss at that parameter
+    nudged by +-h.
     """
     net, X_in, y_in = build(params), X.copy(), y.copy()
+
+    def given():
+        return flat(X_in, y_in, *(net.params[n] for n in params))
+
+    before = given()
     loss, grads = net.loss(X_in, y_in)
-    left = np.concatenate(
-        [np.ravel(X_in), np.ravel(y_in)] + [np.ravel(net.params[n]) for n in params]
-    ).astype(np.float64)
+    left = as_given(before, given())
     observed = []
     for name in names:
 

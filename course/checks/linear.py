@@ -8,10 +8,13 @@ one maximum for the whole batch, or the log of an underflowed probability, shows
 import numpy as np
 
 from course.checks.common import (
+    as_given,
     centred_error,
     clear_of_kinks,
+    flat,
     gradient_observation,
     hinge_distance,
+    left_as_given,
 )
 from course.grader.model import Assignment, Check, Rule, register
 from course.grader.probe import nudged
@@ -70,16 +73,18 @@ def large_scores(rng, N: int, C: int) -> np.ndarray:
 
 
 def record_loss(out, loss_fn, name, W, X, y, reg, self_check: bool) -> None:
-    """Record loss and dW of loss_fn(W, X, y, reg), its inputs after the call (the grader
-    wants them unchanged) and, optionally, the student's own loss at W nudged by +-h."""
+    """Record loss and dW of loss_fn(W, X, y, reg), its inputs right before and right after
+    the call (the grader wants them unchanged) and, optionally, the student's own loss at W
+    nudged by +-h."""
     large = "large_" if "1e3" in name else ""  # judged by rules of their own (weights)
     keys = [f"{large}loss:{name}", f"{large}dW:{name}", f"inputs:{name}"]
     keys += [f"selfcheck:{name}"] if self_check else []
     inputs = (W, X, y)
 
     def compute():
+        before = flat(*inputs)
         loss, dW = loss_fn(W, X, y, reg)
-        after = np.concatenate([np.array(a, dtype=np.float64).ravel() for a in inputs])
+        after = as_given(before, flat(*inputs))
         results = [np.asarray(loss, dtype=np.float64), np.asarray(dW, dtype=np.float64), after]
         if self_check:
             plus, minus = nudged(lambda w: loss_fn(w, X, y, reg)[0], W)
@@ -146,7 +151,8 @@ def loss_rules(loss_hint: str, gradient_hint: str, large_weight: float) -> dict[
         ),
         "inputs": Rule(
             "W, X and y after the call,",
-            rtol=0,  # bit for bit: the reference leaves them as they were
+            kind="true",
+            measure=left_as_given,  # bit for bit, against the same process's snapshot
             weight=0,  # worth nothing alone; the loss and dW are credited only with it
             hint="the function changed its inputs W, X or y in place (work on new arrays).",
         ),

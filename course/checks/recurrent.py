@@ -11,8 +11,11 @@ near +-800.
 import numpy as np
 
 from course.checks.common import (
+    as_given,
     centred_error,
+    flat,
     gradient_observation,
+    left_as_given,
     stacked,
 )
 from course.grader.model import Assignment, Check, Rule, register
@@ -533,14 +536,13 @@ def probe_clip_grad_norm(student, rng, out):
 
         def compute(grads=grads, max_norm=max_norm):
             given = {k: v.copy() if k != "strided" else v.T.copy().T for k, v in grads.items()}
+            before = flat(*(given[k] for k in sorted(grads)))
             clipped, total_norm = student.clip_grad_norm(given, max_norm)
             if sorted(clipped) != sorted(grads):
                 raise KeyError(f"clipped has keys {sorted(clipped)}, expected {sorted(grads)}")
-            flat = np.concatenate(
-                [np.ravel(np.asarray(clipped[k], dtype=np.float64)) for k in sorted(grads)]
-            )
-            after = np.concatenate([np.ravel(given[k]) for k in sorted(grads)])
-            return flat, float(total_norm), after
+            values = flat(*(clipped[k] for k in sorted(grads)))
+            after = as_given(before, flat(*(given[k] for k in sorted(grads))))
+            return values, float(total_norm), after
 
         out.record([f"clipped:{label}", f"norm:{label}", f"unchanged:{label}"], compute)
 
@@ -568,7 +570,8 @@ register(
             ),
             "unchanged": Rule(
                 "the input gradients after the call, with",
-                rtol=0,
+                kind="true",
+                measure=left_as_given,
                 hint="return new arrays; leave grads as it was.",
                 requires="clipped",
             ),

@@ -25,6 +25,12 @@ class Broken:
     why: str
 
 
+# The largest difference that rounding alone makes between two processors, or two BLAS
+# kernels or thread counts, computing the same thing: 1e-12 relative is thousands of ulps,
+# and no real mistake is that small.
+ROUNDING_RTOL = 1e-12
+
+
 @dataclass(frozen=True)
 class Rule:
     """How the outputs whose key starts with a prefix are judged.
@@ -38,6 +44,11 @@ class Rule:
     sends a conclusion, and nothing it sends is read as a boolean or an error
     (tests/test_observations.py).
     what: the words used in messages, e.g. "gradient"; hint: the likely mistake.
+    A "close" rule is never tighter than ROUNDING_RTOL, whatever its rtol: the references
+    come from another process, often another processor, whose last bits differ (rtol=0
+    stays exact for what is not rounded: shapes, counts, booleans, exact zeros). An
+    unchanged input is judged by a snapshot of the same process instead (course.checks.
+    common.left_as_given).
     """
 
     what: str
