@@ -248,6 +248,9 @@ def submission_digest(folder: Path) -> str:
     return digest.hexdigest()
 
 
+FAILED = "its grading failed"
+
+
 def stand_in(root: Path, assignment: str, reasons: list[str]) -> dict[str, bytes]:
     """What is graded in place of a submission that cannot be graded as submitted: the
     released notebooks, each opening with why. It scores 0, the student's feedback says
@@ -323,7 +326,7 @@ def grade_and_record(
                     write_log(root, assignment, logs)
                     raise GraderFault(f"{result['fault']}; grading stopped at {student}")
                 if "error" in result:
-                    why = f"its grading failed: {printable(result['error'])}"
+                    why = f"{FAILED}: {printable(result['error'])}"
                     if student in stand_ins:  # even the released notebook: not the student's
                         statuses[student].problems.append(f"not graded: {why}")
                     else:
@@ -428,12 +431,14 @@ def grade(
             status.kept = True
             status.interrupted = list(known[student].get("interrupted", []))
             status.zeroed = list(known[student].get("zeroed", []))
-        else:
+        elif not any(why.startswith(FAILED) for why in status.zeroed):
             known[student] = {
                 "digest": digests[student],
                 "interrupted": status.interrupted,
                 "zeroed": status.zeroed,
             }
+        else:  # a 0 for a grading that failed is regraded by the next run, changed or not
+            known.pop(student, None)
         status.problems += [f"graded as 0: {why}" for why in status.zeroed]
         status.problems += status.interrupted
         status.score, status.max_score = graded.get(student, (0.0, 0.0))
