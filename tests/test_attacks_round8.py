@@ -369,23 +369,14 @@ def test_cell_metadata_of_another_type_breaks_no_feedback_page(graded_class):
     `nbgrader generate_feedback` exited 1 (AttributeError: lower) and the formgrader's page
     of that submission failed alike. The autograded notebook's metadata is now what the
     pages read, typed; the feedback and the formgrader page render."""
-    from nbconvert.exporters import HTMLExporter
-    from nbgrader.server_extensions.formgrader import handlers
-    from traitlets.config import Config
+    from tests.test_attacks_round5 import formgrader_page
 
     batch = graded_class["batch"]
     assert graded_class["feedback"].returncode == 0, graded_class["feedback"].stderr[-2000:]
     assert "trent" in _table_line(graded_class["first"], "trent")
     assert "widget-state" not in _feedback_page(batch, "trent")
     path = batch.course.root / "autograded" / "trent" / "06_convolution" / "convolution.ipynb"
-    config = Config()
-    course_config = batch.course.root / "nbgrader_config.py"
-    namespace = {"c": config, "get_config": lambda: config, "__file__": str(course_config)}
-    exec(compile(course_config.read_text(), str(course_config), "exec"), namespace)  # noqa: S102
-    config.HTMLExporter.template_name = "formgrade"
-    config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
-    resources = {"base_url": "/", "mathjax_url": "", "index": 0, "total": 1}
-    html, _ = HTMLExporter(config=config).from_filename(str(path), resources=resources)
+    html = formgrader_page(batch.course.root, path)
     assert "</html>" in html
 
 
