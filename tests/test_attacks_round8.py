@@ -249,7 +249,7 @@ def test_06_speed_is_not_earned_by_a_numpy_that_slows_the_yardstick(monkeypatch)
     """Round 8: the yardstick ran in the student's kernel and looked NumPy up at call time.
     Now the grader times the grade cell from outside and the yardstick in its own process,
     and the kernel's times count for nothing: the kernel's own times still say 2 (what
-    `course check` shows the forger), the grader only the right pair's share."""
+    the grader gave before), the grader now only the right pair's share."""
     code = solution("06_convolution", "convolution", "conv_fast_solution")
     answers = {"conv_fast_solution": code + SLOWED_PAIR_AND_PATCHED_PAD}
     kernels, graders = speed_cell_graded(answers, monkeypatch)

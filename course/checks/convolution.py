@@ -512,7 +512,7 @@ def _speed_probe(loops, clock):
     counts: it runs the fast pair TIMED_RUNS times on fresh inputs, and records a digest of
     every run's results (judged, so that every run happened); the grader times the whole
     cell from outside and the yardstick in its own process (grader_timing). The loops run
-    here only for `course check`, where the kernel's own times are all there is."""
+    here only where no grader set the seed (judged in one process: the mutation tests)."""
 
     def probe_conv_fast_speed(student, rng, out):
         x_shape, w_shape, param = SPEED_SHAPES
