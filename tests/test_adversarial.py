@@ -723,7 +723,7 @@ def test_links_in_a_submission_are_not_followed_and_said(attacked):
     line = line_of(proc, "attack_submitted_links")
     assert "'gradebook_copy.db' is a symbolic link: not followed" in line
     line = line_of(proc, "attack_submitted_notebook_link")
-    assert "NOT GRADED" in line and "backprop.ipynb' is a symbolic link" in line
+    assert "graded as 0" in line and "backprop.ipynb' is a symbolic link" in line
 
 
 def test_a_shadowing_launcher_never_runs(attacked):

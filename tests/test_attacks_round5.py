@@ -3,6 +3,7 @@ them, run with the real `course grade` (sandbox on) in a scratch course. Each te
 while its finding stands; the lead flips them as the findings are fixed."""
 
 import json
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -187,6 +188,24 @@ display(HTML("<script>window.PWNED_BY_A_STUDENT = 1</script>"))
 """
 
 
+def formgrader_page(root: Path, notebook: Path) -> str:
+    """An autograded notebook rendered as the formgrader's SubmissionHandler renders it: with
+    the course's nbgrader_config.py, then the formgrader's template
+    (nbgrader.server_extensions.formgrader.formgrader.build_extra_config)."""
+    from nbconvert.exporters import HTMLExporter
+    from nbgrader.server_extensions.formgrader import handlers
+    from traitlets.config import Config
+
+    config = Config()
+    course_config = root / "nbgrader_config.py"
+    namespace = {"c": config, "get_config": lambda: config, "__file__": str(course_config)}
+    exec(compile(course_config.read_text(), str(course_config), "exec"), namespace)  # noqa: S102
+    config.HTMLExporter.template_name = "formgrade"
+    config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
+    resources = {"base_url": "/", "mathjax_url": "", "index": 0, "total": 1}
+    return HTMLExporter(config=config).from_filename(str(notebook), resources=resources)[0]
+
+
 def test_a_students_output_runs_no_script_in_the_instructors_formgrader(graded_class):
     """Found in round 5: an output a student's cell displays (text/html) is kept in the
     autograded notebook, and nbgrader's formgrader renders that notebook with nbconvert's
@@ -201,22 +220,9 @@ def test_a_students_output_runs_no_script_in_the_instructors_formgrader(graded_c
     cover markdown, which nbgrader's formgrade template renders without sanitizing
     (`markdown2html | strip_files_prefix`): clean the student's markdown cells (and
     text/html, javascript, widget outputs) in the autograded notebook itself."""
-    from nbconvert.exporters import HTMLExporter
-    from nbgrader.server_extensions.formgrader import handlers
-    from traitlets.config import Config
-
     batch = graded_class
     path = batch.course.root / "autograded" / "scripter" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
-    # The formgrader's own configuration: nbgrader_config.py of the course, then its
-    # template (nbgrader.server_extensions.formgrader.formgrader.build_extra_config).
-    config = Config()
-    course_config = batch.course.root / "nbgrader_config.py"
-    namespace = {"c": config, "get_config": lambda: config, "__file__": str(course_config)}
-    exec(compile(course_config.read_text(), str(course_config), "exec"), namespace)  # noqa: S102
-    config.HTMLExporter.template_name = "formgrade"
-    config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
-    resources = {"base_url": "/", "mathjax_url": "", "index": 0, "total": 1}
-    html, _ = HTMLExporter(config=config).from_filename(str(path), resources=resources)
+    html = formgrader_page(batch.course.root, path)
     assert "<script>window.PWNED_BY_A_STUDENT" not in html
     assert "<script>window.MARKDOWN_PWNED" not in html
     batch.course.nbgrader("generate_feedback", ASSIGNMENT, check=False)

@@ -146,20 +146,10 @@ def test_formgrader_page_has_no_javascript_link(graded):
     instructor's own Jupyter server, one click from running with their session (_xsrf):
     /formgrader/api can then change any grade, /api/contents read source/ and the secret.
     Fix: sanitise link targets of the student's markdown in the autograded notebook."""
-    from nbconvert.exporters import HTMLExporter
-    from nbgrader.server_extensions.formgrader import handlers
-    from traitlets.config import Config
+    from tests.test_attacks_round5 import formgrader_page
 
     root = graded.course.root
-    config = Config()
-    course_config = root / "nbgrader_config.py"
-    namespace = {"c": config, "get_config": lambda: config, "__file__": str(course_config)}
-    exec(compile(course_config.read_text(), str(course_config), "exec"), namespace)  # noqa: S102
-    config.HTMLExporter.template_name = "formgrade"
-    config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
-    resources = {"base_url": "/", "mathjax_url": "", "index": 0, "total": 1}
-    path = root / "autograded" / "payload" / "01_backprop" / "backprop.ipynb"
-    html, _ = HTMLExporter(config=config).from_filename(str(path), resources=resources)
+    html = formgrader_page(root, root / "autograded" / "payload" / "01_backprop" / "backprop.ipynb")
     assert not re.search(r"""(href|src)\s*=\s*["']?\s*javascript:""", html, re.I)
 
 

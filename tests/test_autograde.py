@@ -119,9 +119,11 @@ def test_crashed_kernel_is_cut_off_and_reported(graded):
     ],
 )
 def test_unreadable_submissions_are_flagged(graded, student, words):
-    _, proc, *_ = graded
+    """Graded as 0, with the reason (round 8: no earlier grade stands for them)."""
+    batch, proc, *_ = graded
     line = table(proc)[student]
-    assert "NOT GRADED" in line and words in line
+    assert f"0 / {FULL:g}" in line and "graded as 0" in line and words in line
+    assert total(batch, student) == 0
 
 
 def test_exit_status_says_something_needs_attention(graded):

@@ -13,13 +13,14 @@ check's (secret) seed: Tq != Tk, d != dv, and a square case.
 import numpy as np
 
 from course.checks.common import (
+    BY_HAND_RULE,
     away_from_zero,
     centred_error,
     gradient_observation,
     stacked,
 )
 from course.grader.model import Assignment, Check, Rule, register
-from course.grader.probe import nudged
+from course.grader.probe import lines_run, nudged
 
 ASSIGNMENT = Assignment(
     id="08_attention",
@@ -186,8 +187,8 @@ def probe_attention_backward(student, rng, out):
         dout = rng.standard_normal(q.shape[:-1] + v.shape[-1:])
 
         def compute(q=q, k=k, v=v, mask=mask, dout=dout):
-            result, cache = forward(*_copies(q, k, v), mask)
-            grads = backward(dout.copy(), cache)
+            (result, cache), forward_lines = lines_run(lambda: forward(*_copies(q, k, v), mask))
+            grads, backward_lines = lines_run(lambda: backward(dout.copy(), cache))
             inputs = {"q": q, "k": k, "v": v}
             observed = []
             for (key, value), grad in zip(inputs.items(), grads, strict=True):
@@ -197,9 +198,9 @@ def probe_attention_backward(student, rng, out):
                     return forward(args["q"], args["k"], args["v"], mask)[0]
 
                 observed.append(gradient_observation(grad, *nudged(f, value, dout)))
-            return (result, *grads, stacked(*observed))
+            return (result, *grads, stacked(*observed), np.array([forward_lines, backward_lines]))
 
-        keys = ["forward", "dq", "dk", "dv", "selfcheck"]
+        keys = ["forward", "dq", "dk", "dv", "selfcheck", "byhand"]
         out.record([f"{key}:{label}" for key in keys], compute)
 
 
@@ -213,15 +214,20 @@ register(
         probe=probe_attention_backward,
         rules={
             "forward": Rule("attention output (forward) with", rtol=1e-8, weight=0.5),
+            "byhand": BY_HAND_RULE,
             "dq": Rule(
                 "dq with",
                 rtol=1e-7,
                 hint="dq = ds k / sqrt(d), ds = p * (dp - sum(dp * p, axis=-1)), dp = dout v^T.",
+                requires="byhand",
             ),
             "dk": Rule(
-                "dk with", rtol=1e-7, hint="dk = ds^T q / sqrt(d) (swap the last two axes)."
+                "dk with",
+                rtol=1e-7,
+                hint="dk = ds^T q / sqrt(d) (swap the last two axes).",
+                requires="byhand",
             ),
-            "dv": Rule("dv with", rtol=1e-7, hint="dv = p^T dout."),
+            "dv": Rule("dv with", rtol=1e-7, hint="dv = p^T dout.", requires="byhand"),
             "selfcheck": Rule(
                 SELFCHECK,
                 kind="below",
@@ -229,7 +235,7 @@ register(
                 weight=2,
                 hint="a gradient does not match the forward pass it comes from: the "
                 "softmax's Jacobian, or the 1 / sqrt(d), is off.",
-                requires="forward",
+                requires=("forward", "byhand"),
                 measure=centred_error(),
             ),
         },
@@ -398,8 +404,10 @@ def probe_multihead_backward(student, rng, out):
         dout = rng.standard_normal(x.shape)
 
         def compute(x=x, weights=weights, heads=heads, mask=mask, dout=dout):
-            result, cache = forward(*_copies(x, *weights), heads, mask)
-            grads = backward(dout.copy(), cache)
+            (result, cache), forward_lines = lines_run(
+                lambda: forward(*_copies(x, *weights), heads, mask)
+            )
+            grads, backward_lines = lines_run(lambda: backward(dout.copy(), cache))
             inputs = dict(zip(names, [x, *weights], strict=True))
             observed = []
             for (key, value), grad in zip(inputs.items(), grads, strict=True):
@@ -409,9 +417,9 @@ def probe_multihead_backward(student, rng, out):
                     return forward(*(args[n] for n in names), heads, mask)[0]
 
                 observed.append(gradient_observation(grad, *nudged(f, value, dout)))
-            return (result, *grads, stacked(*observed))
+            return (result, *grads, stacked(*observed), np.array([forward_lines, backward_lines]))
 
-        keys = ["forward", *(f"d{n}" for n in names), "selfcheck"]
+        keys = ["forward", *(f"d{n}" for n in names), "selfcheck", "byhand"]
         out.record([f"{key}:{label}" for key in keys], compute)
 
 
@@ -428,8 +436,9 @@ register(
         probe=probe_multihead_backward,
         rules={
             "forward": Rule("multi-head output (forward) for", rtol=1e-8, weight=0.5),
+            "byhand": BY_HAND_RULE,
             **{
-                f"d{n}": Rule(f"d{n} for", rtol=1e-7, hint=MHA_BACKWARD_HINT)
+                f"d{n}": Rule(f"d{n} for", rtol=1e-7, hint=MHA_BACKWARD_HINT, requires="byhand")
                 for n in ("x", "Wq", "Wk", "Wv", "Wo")
             },
             "selfcheck": Rule(
@@ -438,7 +447,7 @@ register(
                 rtol=1e-6,
                 weight=2,
                 hint="a gradient does not match the forward pass it comes from.",
-                requires="forward",
+                requires=("forward", "byhand"),
                 measure=centred_error(),
             ),
         },

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from course.gradcheck import relative_errors
-from course.grader.model import ROUNDING_RTOL
+from course.grader.model import ROUNDING_RTOL, Rule
 from course.grader.probe import nudged
 
 STEP = 1e-5  # the step of course.grader.probe.nudged, unless a probe says otherwise
@@ -229,3 +229,42 @@ def relu_distance(params: dict, X) -> float:
         closest = min(closest, float(np.min(np.abs(pre))))
         h = np.maximum(pre, 0)
     return closest
+
+
+# A backward pass is written by hand. A finite difference of the forward pass (any step,
+# a complex step, Richardson's extrapolation; calling the forward or writing it again
+# inline) evaluates the forward once or more per input element, and so runs many times
+# the lines of the learner's own code that an analytic backward runs: the course's closed
+# and staged forms run at most about as many as the reference's forward or backward
+# (course.grader.probe.lines_run counts them; tests/test_attacks_round8.py measures both).
+# The bound is the reference run's counts, not the learner's forward: a forward padded
+# with idle lines cannot raise it.
+HAND_FACTOR, HAND_SLACK = 4, 50
+
+
+def by_hand(got, want):
+    """measure: the lines of the learner's code their backward pass ran are at most
+    HAND_FACTOR times the reference's (the larger of its forward's and its backward's, on
+    the same inputs) plus HAND_SLACK. got and want: (forward's lines, backward's lines)."""
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    if got.shape != (2,) or want.shape != (2,) or not np.all(np.isfinite(got)):
+        return "its observation could not be read"
+    bound = HAND_FACTOR * float(want.max()) + HAND_SLACK
+    if got[1] <= bound:
+        return True
+    # One wording for every case (the counts would split the report into a line each).
+    return (
+        "it ran many times the code a backward pass runs: a gradient computed from your "
+        "forward pass at nudged inputs (a finite difference) is not a backward pass"
+    )
+
+
+# Worth nothing itself: the gradients of the same case require it (Rule.requires).
+BY_HAND_RULE = Rule(
+    "backward pass by hand, for",
+    kind="true",
+    weight=0,
+    hint="compute each gradient from the cache with the chain rule; numerical gradients "
+    "are for checking one.",
+    measure=by_hand,
+)

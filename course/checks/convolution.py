@@ -24,8 +24,8 @@ from course.checks.common import (
 )
 from course.checks.normalisation import CARRIED_03
 from course.data import digits
-from course.grader.model import Assignment, Check, Rule, register
-from course.grader.probe import nudged
+from course.grader.model import Assignment, Broken, Check, Rule, register
+from course.grader.probe import nudged, seeded_by_grader
 
 ASSIGNMENT = Assignment(
     id="06_convolution",
@@ -506,10 +506,17 @@ def _speed_ratio(got, want) -> float:
 def _speed_probe(loops, clock):
     """The speed check's probe, with the yardstick and the clock it times bound now (when
     the module is imported), not looked up by name at timing time: a student cell that
-    rebinds `loop_conv_pair` or `time.perf_counter` later changes nothing here."""
+    rebinds `loop_conv_pair` or `time.perf_counter` later changes nothing here.
+
+    In a grading run (the grader set this check's seed) the kernel times nothing that
+    counts: it runs the fast pair TIMED_RUNS times on fresh inputs, and records a digest of
+    every run's results (judged, so that every run happened); the grader times the whole
+    cell from outside and the yardstick in its own process (grader_timing). The loops run
+    here only where no grader set the seed (judged in one process: the mutation tests)."""
 
     def probe_conv_fast_speed(student, rng, out):
         x_shape, w_shape, param = SPEED_SHAPES
+        graded = seeded_by_grader("conv_fast_speed")
 
         def draw():
             # Fresh inputs of the same shapes for every call, drawn before any timing: a
@@ -529,29 +536,72 @@ def _speed_probe(loops, clock):
             result, cache = student.conv_forward_fast(x, w, b, dict(param))
             return (result, *student.conv_backward_fast(dout, cache))
 
+        def flat(results):
+            return np.concatenate([np.ravel(np.asarray(g, dtype=np.float64)) for g in results])
+
         def measure():
             got = fast_pair(*(a.copy() for a in checked))
-            loop_times, fast_times = [], []
-            for inputs, runs in zip(for_loops, for_fast, strict=True):
+            loop_times, fast_times, digests = [], [], []
+            for inputs, runs, weights in zip(for_loops, for_fast, projections, strict=True):
                 x, w, b, dout = inputs
                 start = clock()
-                loops(x, w, b, param, dout)
+                if not graded:
+                    loops(x, w, b, param, dout)
                 loop_times.append(clock() - start)
                 best = []
-                for x, w, b, dout in runs:
+                for (x, w, b, dout), weight in zip(runs, weights, strict=True):
                     start = clock()
-                    fast_pair(x, w, b, dout)
+                    results = fast_pair(x, w, b, dout)
                     best.append(clock() - start)
+                    digests.append(float(flat(results) @ weight))
                 fast_times.append(min(best))
-            flat = np.concatenate([np.ravel(np.asarray(g, dtype=np.float64)) for g in got])
-            return flat, np.array([loop_times, fast_times], dtype=np.float64)
+            times = np.array([loop_times, fast_times], dtype=np.float64)
+            return flat(got), np.array(digests), times
 
-        out.record([f"pair:{SPEED_LABEL}", f"time:{SPEED_LABEL}"], measure)
+        size = flat(fast_pair_shapes()).size
+        projections = rng.standard_normal((SPEED_ROUNDS, FAST_RUNS, size))
+        out.record([f"pair:{SPEED_LABEL}", f"runs:{SPEED_LABEL}", f"time:{SPEED_LABEL}"], measure)
 
     return probe_conv_fast_speed
 
 
+def fast_pair_shapes():
+    """Arrays shaped like the fast pair's results on the speed layer: out, dx, dw, db."""
+    (N, C, H, W), (F, _, HH, WW), param = SPEED_SHAPES
+    H_out = 1 + (H + 2 * param["pad"] - HH) // param["stride"]
+    W_out = 1 + (W + 2 * param["pad"] - WW) // param["stride"]
+    return (
+        np.zeros((N, F, H_out, W_out)),
+        np.zeros((N, C, H, W)),
+        np.zeros((F, C, HH, WW)),
+        np.zeros(F),
+    )
+
+
 probe_conv_fast_speed = _speed_probe(loop_conv_pair, time.perf_counter)
+
+# Every fast pair a graded speed cell runs: the checked one and the timed ones.
+TIMED_RUNS = 1 + SPEED_ROUNDS * FAST_RUNS
+
+
+def grader_timing(seconds: float | None) -> dict:
+    """The speed observation of a grading run, made in the grader's process: the yardstick
+    timed here (no student code has run in this process, so nothing changed NumPy or the
+    clock), beside the seconds the grader's executor saw the grade cell take, all of it
+    (the fast pair's TIMED_RUNS runs and the cell's overhead) charged to the fast pair."""
+    if seconds is None:
+        return {f"time:{SPEED_LABEL}": Broken("the grader did not time this cell")}
+    x_shape, w_shape, param = SPEED_SHAPES
+    rng = np.random.default_rng()
+    loop_times = []
+    for _ in range(SPEED_ROUNDS):
+        x, w = rng.standard_normal(x_shape), rng.standard_normal(w_shape)
+        b, dout = rng.standard_normal(w_shape[0]), _dout_for(rng, x, w, param)
+        start = time.perf_counter()
+        loop_conv_pair(x, w, b, param, dout)
+        loop_times.append(time.perf_counter() - start)
+    fast = [float(seconds) / TIMED_RUNS] * SPEED_ROUNDS
+    return {f"time:{SPEED_LABEL}": np.array([loop_times, fast], dtype=np.float64)}
 
 
 register(
@@ -560,11 +610,18 @@ register(
         notebook=NOTEBOOK,
         points=2,
         probe=probe_conv_fast_speed,
+        timed=grader_timing,
         rules={
             "pair": Rule(
                 "out, dx, dw and db of your fast pair, for",
                 rtol=1e-10,
                 hint="out, dx, dw and db must equal the naive pair's.",
+            ),
+            "runs": Rule(
+                "digests of your fast pair's results on every timed run, for",
+                rtol=1e-8,
+                weight=0,
+                hint="every timed call must compute out, dx, dw and db of its own inputs.",
             ),
             "time": Rule(
                 "time of your fast forward + backward, as a share of loops over n, f, i, j, for",
@@ -574,7 +631,7 @@ register(
                 hint=f"it must be at least {REQUIRED_SPEEDUP} times faster (the reference is "
                 "over 100 times faster here): no Python loop over images, filters or "
                 "pixels; a loop over the filter's HH x WW offsets is fine.",
-                requires="pair",
+                requires=("pair", "runs"),
                 measure=_speed_ratio,
             ),
         },

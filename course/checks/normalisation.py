@@ -15,6 +15,7 @@ import dataclasses
 import numpy as np
 
 from course.checks.common import (
+    BY_HAND_RULE,
     away_from_zero,
     centred_error,
     clear_of_kinks,
@@ -26,7 +27,7 @@ from course.checks.common import (
 )
 from course.checks.multilayer import INPUTS_RULE
 from course.grader.model import Assignment, Check, Rule, register
-from course.grader.probe import nudged
+from course.grader.probe import lines_run, nudged
 from course.training import fit
 
 ASSIGNMENT = Assignment(
@@ -236,8 +237,12 @@ def norm_backward_probe(forward_name: str, backward_name: str, param: dict):
             dout = rng.standard_normal(x.shape)
 
             def compute(x=x, gamma=gamma, beta=beta, dout=dout):
-                result, cache = forward(*_copies(x, gamma, beta), dict(param))
-                dx, dgamma, dbeta = backward(dout.copy(), cache)
+                (result, cache), forward_lines = lines_run(
+                    lambda: forward(*_copies(x, gamma, beta), dict(param))
+                )
+                (dx, dgamma, dbeta), backward_lines = lines_run(
+                    lambda: backward(dout.copy(), cache)
+                )
                 inputs = {"x": x, "gamma": gamma, "beta": beta}
                 observed = []
                 for key, grad in (("x", dx), ("gamma", dgamma), ("beta", dbeta)):
@@ -247,9 +252,10 @@ def norm_backward_probe(forward_name: str, backward_name: str, param: dict):
                         return forward(args["x"], args["gamma"], args["beta"], dict(param))[0]
 
                     observed.append(gradient_observation(grad, *nudged(f, inputs[key], dout)))
-                return result, dx, dgamma, dbeta, stacked(*observed), dx
+                work = np.array([forward_lines, backward_lines])
+                return result, dx, dgamma, dbeta, stacked(*observed), dx, work
 
-            keys = ["forward", "dx", "dgamma", "dbeta", "selfcheck", "sum"]
+            keys = ["forward", "dx", "dgamma", "dbeta", "selfcheck", "sum", "byhand"]
             out.record([f"{k}:{label}" for k in keys], compute)
 
     return probe
@@ -258,15 +264,20 @@ def norm_backward_probe(forward_name: str, backward_name: str, param: dict):
 def norm_backward_rules(hint: str, sum_words: str, axis: int) -> dict[str, Rule]:
     return {
         "forward": Rule("forward output (train mode) for", rtol=1e-8, weight=0.5, hint=""),
-        "dx": Rule("dx for", rtol=1e-7, weight=2, hint=hint),
-        "dgamma": Rule("dgamma for", rtol=1e-8, hint="sum over the batch of dout * x_hat."),
-        "dbeta": Rule("dbeta for", rtol=1e-8, hint="sum over the batch of dout."),
+        "byhand": BY_HAND_RULE,
+        "dx": Rule("dx for", rtol=1e-7, weight=2, hint=hint, requires="byhand"),
+        "dgamma": Rule(
+            "dgamma for", rtol=1e-8, hint="sum over the batch of dout * x_hat.", requires="byhand"
+        ),
+        "dbeta": Rule(
+            "dbeta for", rtol=1e-8, hint="sum over the batch of dout.", requires="byhand"
+        ),
         "selfcheck": Rule(
             "gradients against centred differences of your own forward pass, for",
             kind="below",
             rtol=1e-6,  # correct code: 1e-8 and below; a wrong term: 1e-3 and above
             hint="a gradient does not match the forward pass it comes from.",
-            requires="forward",
+            requires=("forward", "byhand"),
             measure=centred_error(),
         ),
         "sum": Rule(

@@ -11,6 +11,7 @@ near +-800.
 import numpy as np
 
 from course.checks.common import (
+    BY_HAND_RULE,
     as_given,
     centred_error,
     flat,
@@ -19,7 +20,7 @@ from course.checks.common import (
     stacked,
 )
 from course.grader.model import Assignment, Check, Rule, register
-from course.grader.probe import nudged
+from course.grader.probe import lines_run, nudged
 
 ASSIGNMENT = Assignment(
     id="07_recurrent",
@@ -96,9 +97,9 @@ def record_layer(out, label, forward, backward, inputs, grad_names, douts, out_k
         )
 
     def compute():
-        results = forward(**_fresh(inputs))
+        results, forward_lines = lines_run(lambda: forward(**_fresh(inputs)))
         outs, cache = list(results[:-1]), results[-1]
-        grads = backward(*[d.copy() for d in douts], cache)
+        grads, backward_lines = lines_run(lambda: backward(*[d.copy() for d in douts], cache))
         grads = [grads] if len(grad_names) == 1 else list(grads)
         if len(grads) != len(grad_names):
             raise ValueError(
@@ -112,26 +113,36 @@ def record_layer(out, label, forward, backward, inputs, grad_names, douts, out_k
                 return value({**_fresh(inputs), name: v})
 
             observed.append(gradient_observation(grad, *nudged(f, at)))
-        return [*outs, *grads, stacked(*observed)]
+        work = np.array([forward_lines, backward_lines])
+        return [*outs, *grads, stacked(*observed), *[work] * (len(grad_names) + 1)]
 
     keys = [f"{k}:{label}" for k in out_keys]
     keys += [f"grad:d{n}, {label}" for n in grad_names] + [f"selfcheck:{label}"]
+    # one work observation for each gradient sub-check and the self-check (Rule.requires)
+    keys += [f"byhand:d{n}, {label}" for n in grad_names] + [f"byhand:{label}"]
     out.record(keys, compute)
 
 
-def layer_rules(what: str, hints: dict[str, str], outputs: dict[str, str]) -> dict[str, Rule]:
+def layer_rules(
+    what: str, hints: dict[str, str], outputs: dict[str, str], by_hand: bool = True
+) -> dict[str, Rule]:
+    """by_hand: the gradients require the backward to be written by hand (record_layer
+    observes it; a loss that returns its own gradient is not a backward pass)."""
+    hand = ("byhand",) if by_hand else ()
     rules = {
         key: Rule(f"{words} for", rtol=1e-9, weight=1, hint=hints.get(key, ""))
         for key, words in outputs.items()
     }
-    rules["grad"] = Rule("gradient", rtol=1e-7, weight=2, hint=hints.get("grad", ""))
+    if by_hand:
+        rules["byhand"] = BY_HAND_RULE
+    rules["grad"] = Rule("gradient", rtol=1e-7, weight=2, hint=hints.get("grad", ""), requires=hand)
     rules["selfcheck"] = Rule(
         f"{what} gradients against centred differences of your own forward pass, for",
         kind="below",
         rtol=1e-6,  # correct code: 1e-8 and below; a wrong term: 1e-3 and above
         weight=2,
         hint="a gradient does not match the forward pass it comes from.",
-        requires="out",
+        requires=("out", *hand),
         measure=centred_error(),
     )
     return rules
@@ -510,6 +521,7 @@ register(
                 "grad": "dx = (softmax - one_hot(y)) * mask / N; padding steps get 0.",
             },
             {"out": "loss"},
+            by_hand=False,
         ),
     )
 )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import stat
 import sys
@@ -34,6 +35,9 @@ class Status:
     problems: list[str] = field(default_factory=list)
     kept: bool = False  # unchanged since it was last graded, so not regraded
     interrupted: list[str] = field(default_factory=list)  # cells timed out or cut off
+    # Why it cannot be graded as submitted: it is recorded as 0 with these reasons (the
+    # released notebook graded in its place, opening with them: stand_in).
+    zeroed: list[str] = field(default_factory=list)
 
     @property
     def graded(self) -> bool:
@@ -53,16 +57,13 @@ def printable(text: object, limit: int = 300) -> str:
     return safe + ("..." if len(text) > limit else "")
 
 
-def preflight(folder: Path, expected: list[str]) -> list[str]:
-    """Problems that stop a submission's notebooks from being graded, in words. Nothing
-    is read through a link, nor beyond the size a submission may have."""
-    from course.grader.files import MAX_SUBMISSION_BYTES, read_regular, regular_files
+def unreadable_bookkeeping(folder: Path) -> list[str]:
+    """nbgrader's own files of a submission that it would read whole, through links,
+    blocking: such a submission cannot even be recorded (not graded, with the reason)."""
     from course.grader.recording import BOOKKEEPING, BOOKKEEPING_BYTES
 
     problems = []
-    files, others = regular_files(folder)
-    problems += [printable(o) for o in others if o.split("'")[1] in expected]
-    for name in BOOKKEEPING:  # nbgrader reads these itself: whole, through links, blocking
+    for name in BOOKKEEPING:
         try:
             info = os.lstat(folder / name)
         except FileNotFoundError:
@@ -72,6 +73,69 @@ def preflight(folder: Path, expected: list[str]) -> list[str]:
                 f"{name} is not a regular file of at most {BOOKKEEPING_BYTES} bytes: "
                 "nbgrader would read it whole (remove it, then collect again)"
             )
+    return problems
+
+
+def json_kind(value) -> str:
+    for kind, words in ((bool, "a boolean"), (int | float, "a number"), (str, "a string"),
+                        (dict, "an object"), (list, "a list")):  # fmt: skip
+        if isinstance(value, kind):
+            return words
+    return "null"
+
+
+def metadata_problems(nb) -> list[str]:
+    """What in a notebook's nbgrader metadata stops nbgrader from grading it (a grade id
+    that is not a string, points that are not a number, two cells with one grade id...),
+    in words; the cells are counted from 1."""
+    from course.grader.sanitize import NBGRADER_TYPES
+
+    problems, seen = [], set()
+    for number, cell in enumerate(nb.cells, start=1):
+        meta = cell.get("metadata", {}).get("nbgrader")
+        if meta is None:
+            continue
+        if not isinstance(meta, dict):
+            problems.append(f"cell {number}: its nbgrader metadata is not an object")
+            continue
+        for key, kind in NBGRADER_TYPES.items():
+            value = meta.get(key)
+            wrong = isinstance(value, bool) if kind is not bool else False
+            if key in meta and (wrong or not isinstance(value, kind)):
+                problems.append(
+                    f"cell {number}: its nbgrader {key} is {json_kind(value)} "
+                    f"{printable(json.dumps(value, default=str), 40)}"
+                )
+        graded = any(meta.get(k) is True for k in ("grade", "solution", "task"))
+        grade_id = meta.get("grade_id")
+        if graded and isinstance(grade_id, str):
+            if grade_id in seen:
+                problems.append(
+                    f"cell {number}: a second cell with grade id {printable(grade_id, 60)!r}"
+                )
+            seen.add(grade_id)
+        elif graded and "grade_id" not in meta:
+            problems.append(f"cell {number}: a graded cell without a grade id")
+        points = meta.get("points")
+        if (
+            meta.get("grade") is True
+            and isinstance(points, int | float)
+            and not (math.isfinite(points) and points >= 0)
+        ):
+            problems.append(f"cell {number}: its nbgrader points are {printable(points, 40)}")
+    return problems[:5] + ([f"and {len(problems) - 5} more"] if len(problems) > 5 else [])
+
+
+def preflight(folder: Path, expected: list[str]) -> list[str]:
+    """Problems that stop a submission's notebooks from being graded as submitted, in words
+    (the submission is then recorded as 0 with them). Nothing is read through a link, nor
+    beyond the size a submission may have. nbgrader's own unreadable files are
+    unreadable_bookkeeping's."""
+    from course.grader.files import MAX_SUBMISSION_BYTES, read_regular, regular_files
+
+    problems = []
+    files, others = regular_files(folder)
+    problems += [printable(o) for o in others if o.split("'")[1] in expected]
     present = {p.name for p in files if p.parent == folder and p.suffix == ".ipynb"}
     if sum(p.lstat().st_size for p in files) > MAX_SUBMISSION_BYTES:
         return [f"its files weigh more than {MAX_SUBMISSION_BYTES // 2**20} MB in all"]
@@ -90,7 +154,9 @@ def preflight(folder: Path, expected: list[str]) -> list[str]:
             continue
         try:
             text = read_regular(path, MAX_SUBMISSION_BYTES).decode("utf-8")
-            nbformat.validate(nbformat.reads(text, as_version=4))
+            nb = nbformat.reads(text, as_version=4)
+            nbformat.validate(nb)
+            problems += [f"{name}: {p}" for p in metadata_problems(nb)]
         except (NotJSONError, json.JSONDecodeError, UnicodeDecodeError) as exc:
             first = printable((str(exc).splitlines() or [""])[0], 120)
             problems.append(f"{name} is not valid JSON ({first})")
@@ -182,6 +248,30 @@ def submission_digest(folder: Path) -> str:
     return digest.hexdigest()
 
 
+FAILED = "its grading failed"
+
+
+def stand_in(root: Path, assignment: str, reasons: list[str]) -> dict[str, bytes]:
+    """What is graded in place of a submission that cannot be graded as submitted: the
+    released notebooks, each opening with why. It scores 0, the student's feedback says
+    why, and no earlier grade of that student stands for this newer submission."""
+    from html import escape
+
+    from nbformat.v4 import new_markdown_cell
+
+    items = "".join(f"<li>{escape(printable(r, 400))}</li>" for r in reasons)
+    why = new_markdown_cell(
+        "<p><strong>This submission could not be graded as submitted, and is recorded as "
+        f"0.</strong> Fix these, then submit again:</p><ul>{items}</ul>"
+    )
+    files = {}
+    for name in expected_notebooks(root, assignment):
+        nb = nbformat.read(root / "release" / assignment / name, as_version=4)
+        nb.cells.insert(0, why)
+        files[name] = nbformat.writes(nb).encode("utf-8")
+    return files
+
+
 def grade_and_record(
     root: Path,
     assignment: str,
@@ -193,7 +283,9 @@ def grade_and_record(
 ) -> None:
     """Grade `students` on workers (course.grader.parallel) and record each as it finishes, in
     this process alone (course.grader.recording); a text progress bar on stderr. nbgrader's log
-    of every submission is kept in .nbgrader/logs/autograde-<assignment>.log."""
+    of every submission is kept in .nbgrader/logs/autograde-<assignment>.log. A student whose
+    status is `zeroed` is graded by its stand_in. A submission whose grading fails is graded
+    again by its stand_in, with the reason: no earlier grade stands for it."""
     from tqdm import tqdm
 
     from course.grader import parallel
@@ -224,20 +316,32 @@ def grade_and_record(
             ]
             bar.set_postfix_str("; ".join(now))
 
-        for job, result in parallel.grade_all(
-            root, assignment, students, workers, scheduler, sandboxed, on_progress=at
-        ):
-            student = job["student"]
-            done.add(student)
-            log = "\n".join(printable(line, 2000) for line in result.get("log", "").splitlines())
-            logs.append(f"==> {printable(student)}\n{log}")
-            if "fault" in result:
-                # The grader's own failure: stop, and say which check (exit status 2).
-                write_log(root, assignment, logs)
-                raise GraderFault(f"{result['fault']}; grading stopped at {student}")
-            if "error" in result:
-                statuses[student].problems.append(f"not graded: {printable(result['error'])}")
-            else:
+        todo, failed = list(students), {}
+        while todo:
+            stand_ins = {
+                s: stand_in(root, assignment, statuses[s].zeroed)
+                for s in todo
+                if statuses[s].zeroed
+            }
+            for job, result in parallel.grade_all(
+                root, assignment, todo, workers, scheduler, sandboxed, stand_ins, on_progress=at
+            ):
+                student = job["student"]
+                done.add(student)
+                lines = result.get("log", "").splitlines()
+                log = "\n".join(printable(line, 2000) for line in lines)
+                logs.append(f"==> {printable(student)}\n{log}")
+                if "fault" in result:
+                    # The grader's own failure: stop, and say which check (exit status 2).
+                    write_log(root, assignment, logs)
+                    raise GraderFault(f"{result['fault']}; grading stopped at {student}")
+                if "error" in result:
+                    why = f"{FAILED}: {printable(result['error'])}"
+                    if student in stand_ins:  # even the released notebook: not the student's
+                        statuses[student].problems.append(f"not graded: {why}")
+                    else:
+                        failed[student] = why
+                    continue
                 try:
                     recorder.record(student, result["files"])
                     statuses[student].interrupted = described(result.get("interruptions", []))
@@ -246,7 +350,11 @@ def grade_and_record(
                         f"not graded: its grades could not be recorded ({type(exc).__name__}: "
                         f"{str(exc)[:200]})"
                     )
-            bar.update(1)
+                bar.update(1)
+            # A submission whose grading failed is graded again, as its stand-in.
+            todo = sorted(failed)
+            for student in todo:
+                statuses[student].zeroed.append(failed.pop(student))
     write_log(root, assignment, logs)
 
 
@@ -297,7 +405,10 @@ def grade(
         log(f"adding {assignment} and its grade cells to the gradebook")
         nbgrader(root, "generate_assignment", assignment, "--force")
     statuses = {
-        p.parent.name: Status(p.parent.name, problems=preflight(p, expected)) for p in submitted
+        p.parent.name: Status(
+            p.parent.name, problems=unreadable_bookkeeping(p), zeroed=preflight(p, expected)
+        )
+        for p in submitted
     }
     known = (
         json.loads(digests_path(root, assignment).read_text())
@@ -329,8 +440,16 @@ def grade(
         if student in unchanged:
             status.kept = True
             status.interrupted = list(known[student].get("interrupted", []))
-        else:
-            known[student] = {"digest": digests[student], "interrupted": status.interrupted}
+            status.zeroed = list(known[student].get("zeroed", []))
+        elif not any(why.startswith(FAILED) for why in status.zeroed):
+            known[student] = {
+                "digest": digests[student],
+                "interrupted": status.interrupted,
+                "zeroed": status.zeroed,
+            }
+        else:  # a 0 for a grading that failed is regraded by the next run, changed or not
+            known.pop(student, None)
+        status.problems += [f"graded as 0: {why}" for why in status.zeroed]
         status.problems += status.interrupted
         status.score, status.max_score = graded.get(student, (0.0, 0.0))
         links = regular_files(root / "submitted" / student / assignment)[1]
@@ -349,4 +468,6 @@ def print_table(statuses: list[Status], out=sys.stdout) -> None:
         notes = [printable(n, 400) for n in notes]
         print(f"{printable(s.student):<{width}}  {score:>13}  {'; '.join(notes)}", file=out)
     bad = [s for s in statuses if not s.graded]
-    print(f"{len(statuses) - len(bad)} graded, {len(bad)} not graded", file=out)
+    zeroed = sum(1 for s in statuses if s.graded and s.zeroed)
+    as_zero = f" ({zeroed} as 0: could not be graded as submitted)" if zeroed else ""
+    print(f"{len(statuses) - len(bad)} graded{as_zero}, {len(bad)} not graded", file=out)

@@ -118,10 +118,13 @@ def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
         for key, result in results.items():
             rule = rule_for(check, key)
             detail = key.partition(":")[2]
-            needed = results.get(f"{rule.requires}:{detail}") if rule.requires else None
-            if rule.requires and result.passed and not (needed and needed.passed):
+            needs = (rule.requires,) if isinstance(rule.requires, str) else rule.requires or ()
+            failing = [
+                n for n in needs if not getattr(results.get(f"{n}:{detail}"), "passed", False)
+            ]
+            if result.passed and failing:
                 label = f"{rule.what} {detail}".strip()
-                why = f"{label}: not credited while the {rule.requires} check of it fails"
+                why = f"{label}: not credited while the {failing[0]} check of it fails"
                 results[key] = Result(key, False, rule.weight, why)
                 changed = True
     return list(results.values())
@@ -200,7 +203,7 @@ def same_for_the_judge(stored, fresh, rule: Rule) -> bool:
 
 
 # Causes that many sub-checks share; reported once.
-SHARED_CAUSES = ("raised ", "the notebook defines no", "not credited while")
+SHARED_CAUSES = ("raised ", "the notebook defines no", "not credited while", "it ran many times")
 
 
 def verdict(

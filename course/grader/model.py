@@ -56,9 +56,10 @@ class Rule:
     rtol: float = 1e-9
     hint: str = ""
     weight: float = 1.0
-    # Credit only if the output "<requires>:<same detail>" passed: a self-consistency check
-    # of a degenerate implementation (all zeros agree with all zeros) earns nothing alone.
-    requires: str | None = None
+    # Credit only if the output "<requires>:<same detail>" passed (each of them, for a
+    # tuple): a self-consistency check of a degenerate implementation (all zeros agree with
+    # all zeros) earns nothing alone.
+    requires: str | tuple[str, ...] | None = None
     picture: str | None = None  # "curve": if it fails, draw it over the reference band
     measure: Callable[[object, object], object] | None = None
     # The measure reads the student's observation "<uses>:<same detail>" instead of this
@@ -101,6 +102,10 @@ class Check:
     # runs}, listing only what this check runs, the most basic first: then only those
     # sub-checks count, and only the functions whose sub-checks fail are named.
     builds_on: dict[str, str | dict[str, str]] = field(default_factory=dict)
+    # timed(seconds) -> {key: observation}: what the grader observes itself, outside the
+    # kernel, from the seconds its grade cell took (measured by the grader's executor); it
+    # replaces the kernel's values of those keys in a grading run. Only 06's speed.
+    timed: Callable[[float | None], dict] | None = None
 
     def seed(self) -> int:
         """The public seed: inputs of `course check` and of the committed references/.

@@ -88,10 +88,12 @@ def why_no_probe(cell, payloads: list[dict], grade_id: str) -> str:
     return "the hidden check emitted no results"
 
 
-def judge_cell(cell, inputs: Inputs | None = None) -> None:
+def judge_cell(cell, inputs: Inputs | None = None, seconds: float | None = None) -> None:
     """Replace a hidden-check grade cell's outputs by the grader's verdict, in place.
 
     inputs: the run's seeds and references (course.grader.inputs); None: the committed ones.
+    seconds: how long the grader's executor saw the cell run (None: not timed); a check
+    that is `timed` is judged on what the grader observes from it, never the kernel's.
     """
     grade_id = grade_id_of_test_cell(cell)
     if grade_id is None or grade_id not in model.checks_by_name():
@@ -100,6 +102,10 @@ def judge_cell(cell, inputs: Inputs | None = None) -> None:
     ok = len(payloads) == 1 and well_formed(payloads[0], grade_id)
     payload = payloads[0] if ok else None
     why = "" if ok else why_no_probe(cell, payloads, grade_id)
+    timed = get_check(grade_id).timed
+    if payload is not None and timed is not None:
+        observed = {key: model.encode(value) for key, value in timed(seconds).items()}
+        payload = {**payload, "outputs": {**payload.get("outputs", {}), **observed}}
     # The grader's own reference (the run's, or the committed one): a failure here is loud
     # and stops the run, never a student's zero.
     try:
@@ -156,9 +162,12 @@ def fault(grade_id: str, what: str, exc: BaseException):
     raise GraderFault(message) from exc
 
 
-def judge_notebook(nb: NotebookNode, inputs: Inputs | None = None) -> NotebookNode:
-    for cell in nb.cells:
-        judge_cell(cell, inputs)
+def judge_notebook(
+    nb: NotebookNode, inputs: Inputs | None = None, seconds: dict[int, float] | None = None
+) -> NotebookNode:
+    """seconds: {cell index: seconds it ran}, as GuardedExecute timed them."""
+    for index, cell in enumerate(nb.cells):
+        judge_cell(cell, inputs, (seconds or {}).get(index))
     return nb
 
 
@@ -175,8 +184,17 @@ class SanitizeStudentCells(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         from course.grader import sanitize
 
-        released = self._released_markdown(resources)
+        released_nb = self._released(resources)
+        released = {
+            c.source for c in getattr(released_nb, "cells", []) if c.cell_type == "markdown"
+        }
+        # Metadata too, to what the pages read, typed (round 8): the released notebook's
+        # language, and each cell's nbgrader keys, tags and display flags.
+        nb.metadata = sanitize.clean_notebook_metadata(
+            nb.get("metadata"), getattr(released_nb, "metadata", None) or RELEASED_LANGUAGE
+        )
         for cell in nb.cells:
+            cell.metadata = sanitize.clean_cell_metadata(cell.get("metadata"))
             if cell.cell_type == "markdown" and cell.source not in released:
                 attachments = cell.get("attachments")
                 cleaned = sanitize.clean_markdown(cell.source, attachments)
@@ -192,22 +210,28 @@ class SanitizeStudentCells(NbGraderPreprocessor):
                     del bundle[key]
         return nb, resources
 
-    def _released_markdown(self, resources) -> set[str]:
-        """The markdown cells of this notebook as released, read from the course's release/
-        (empty where it cannot be read: then every markdown cell is judged)."""
+    def _released(self, resources):
+        """This notebook as released, read from the course's release/ (None where it cannot
+        be read: then every markdown cell is judged)."""
         import nbformat
         from nbgrader.coursedir import CourseDirectory
 
         meta = resources.get("nbgrader", {})
         if not (meta.get("assignment") and meta.get("notebook")):
-            return set()
+            return None
         coursedir = CourseDirectory(config=self.config)
         folder = coursedir.format_path(coursedir.release_directory, ".", meta["assignment"])
         try:
-            released = nbformat.read(Path(folder) / f"{meta['notebook']}.ipynb", as_version=4)
+            return nbformat.read(Path(folder) / f"{meta['notebook']}.ipynb", as_version=4)
         except (OSError, ValueError):
-            return set()
-        return {c.source for c in released.cells if c.cell_type == "markdown"}
+            return None
+
+
+# The language of every course notebook, where its release cannot be read.
+RELEASED_LANGUAGE = {
+    "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+    "language_info": {"name": "python"},
+}
 
 
 class JudgeHiddenChecks(NbGraderPreprocessor):
@@ -221,7 +245,8 @@ class JudgeHiddenChecks(NbGraderPreprocessor):
                 "(Autograde.autograde_preprocessors in nbgrader_config.py)"
             )
         restore_sources(nb, resources)
-        return judge_notebook(nb, resources["hidden_inputs"]), resources
+        seconds = resources.get("cell_seconds")
+        return judge_notebook(nb, resources["hidden_inputs"], seconds), resources
 
 
 # ---------------------------------------------------------------- execution
@@ -260,16 +285,27 @@ def data_files(config, assignment: str | None) -> dict:
 CARRIED_MAX_BYTES = 2**20  # a learner's carried module is a few kB of their own code
 
 
-def carried_files(folder: str | None, scratch: Path) -> dict:
-    """{name: path} of the learner's own carried modules (course.carry: `my_<assignment>.py`)
-    submitted beside the notebook: regular files only (read without following links),
-    copied into the grader's `scratch` folder, so the kernel reads a copy the grader made."""
+def carried_names() -> list[str]:
+    """The only carried modules a kernel is given: one per assignment of the course
+    (`my_<assignment>.py`, 8 today), whatever else a submission holds. Each is a mount of
+    the sandbox: 4,000 empty `my_*.py` files kept the kernel from starting (round 8)."""
     from course.carry import module_name
+    from course.checks import assignments
 
+    return [f"{module_name(a)}.py" for a in assignments()]
+
+
+def carried_files(folder: str | None, scratch: Path) -> dict:
+    """{name: path} of the learner's own carried modules (course.carry: `my_<assignment>.py`,
+    carried_names) submitted beside the notebook: regular files only (read without
+    following links), copied into the grader's `scratch` folder, so the kernel reads a copy
+    the grader made."""
     found = {}
     if not folder or not os.path.isdir(folder):
         return found
-    for path in sorted(Path(folder).glob(f"{module_name('*')}.py")):
+    for path in (Path(folder) / name for name in carried_names()):
+        if not os.path.lexists(path):
+            continue
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
         except OSError:
@@ -329,6 +365,9 @@ class GuardedExecute(PromptReplies, Execute):
         return 4.0 * float(self.timeout or 60)
 
     def preprocess(self, nb, resources, retries=None):
+        # How long each cell ran, by the grader's clock (JudgeHiddenChecks reads them: 06's
+        # speed is timed here, where the kernel cannot reach the clock).
+        self._seconds = resources["cell_seconds"] = {}
         self._cut_off = None
         self._student = resources.get("nbgrader", {}).get("student", "")
         self._notebook = resources.get("nbgrader", {}).get("notebook", "")
@@ -406,6 +445,7 @@ class GuardedExecute(PromptReplies, Execute):
         started = time.monotonic()
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
+            self._seconds[index] = time.monotonic() - started
         except (DeadKernelError, CellTimeoutError) as exc:
             over = getattr(self.km, "over_budget", None)
             if over:

@@ -80,13 +80,21 @@ def submission_files(root: Path, assignment: str, student: str) -> dict[str, byt
     return folder_files(root / "submitted" / student / assignment)
 
 
-def make_job(root: Path, assignment: str, student: str, sandboxed: bool, public: bool) -> dict:
-    """One submission's task: its files, and its seeds and references, computed here from
-    the course's secret and the submission's own digest (course.grader.inputs): a worker
-    never holds the secret."""
+def make_job(
+    root: Path,
+    assignment: str,
+    student: str,
+    sandboxed: bool,
+    public: bool,
+    files: dict[str, bytes] | None = None,
+) -> dict:
+    """One submission's task: its files (or `files` in their place: a stand-in,
+    course.grader.autograde.stand_in), and its seeds and references, computed here from
+    the course's secret and the files' digest (course.grader.inputs): a worker never holds
+    the secret."""
     from course.grader import inputs
 
-    files = submission_files(root, assignment, student)
+    files = submission_files(root, assignment, student) if files is None else files
     salt = inputs.submission_salt(files)
     return {
         "assignment": assignment,
@@ -438,15 +446,18 @@ def grade_all(
     workers: int,
     scheduler: Scheduler | None,
     sandboxed: bool,
+    stand_ins: dict[str, dict[str, bytes]] | None = None,
     on_progress=None,
 ) -> Iterator[tuple[dict, dict]]:
-    """Grade `students`' submissions on local workers or a Dask cluster; yield (job, result)
-    in the order they finish. Reads the course directory; writes nothing. on_progress: as
-    for run_local (local workers only)."""
+    """Grade `students`' submissions (or their `stand_ins`) on local workers or a Dask
+    cluster; yield (job, result) in the order they finish. Reads the course directory;
+    writes nothing. on_progress: as for run_local (local workers only)."""
     course = course_files(root, assignment)
     public = bool(load_config(root).SeedHiddenChecks.get("public", False))
     # Made one by one (each computes its submission's references) while workers grade.
-    jobs = (make_job(root, assignment, s, sandboxed, public) for s in students)
+    jobs = (
+        make_job(root, assignment, s, sandboxed, public, (stand_ins or {}).get(s)) for s in students
+    )
     if scheduler:
         return run_dask(jobs, course, scheduler)  # Dask workers warm up on their own
     warm_up()

@@ -58,6 +58,45 @@ def _student_function(function):
     return call
 
 
+def _theirs(code) -> bool:
+    """Whether a code object is the student's (a notebook cell, a carried module), not the
+    course's, Python's or an installed package's."""
+    filename = code.co_filename
+    if filename.startswith("<frozen"):
+        return False
+    path = str(Path(filename).resolve()) if filename.startswith("/") else filename
+    return not path.startswith(_NOT_THEIRS)
+
+
+def lines_run(compute: Callable[[], object]) -> tuple[object, float]:
+    """(compute(), how many lines of the student's own code it ran): an observation of how
+    much work a function does, for the rule that a backward pass is written by hand (a
+    finite difference evaluates the forward pass once or twice per input element:
+    course.checks.common.by_hand). Lines in the course, Python and numpy are not counted."""
+    count = [0]
+    cache: dict = {}
+
+    def local(frame, event, arg):
+        if event == "line":
+            count[0] += 1
+        return local
+
+    def tracer(frame, event, arg):
+        code = frame.f_code
+        theirs = cache.get(code)
+        if theirs is None:
+            theirs = cache[code] = _theirs(code)
+        return local if theirs else None
+
+    before = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        result = compute()
+    finally:
+        sys.settrace(before)
+    return result, float(count[0])
+
+
 @contextlib.contextmanager
 def quiet():
     """Run student code with its prints, warnings and stderr swallowed."""
@@ -126,10 +165,7 @@ def raised_in(tb) -> str:
     name = ""
     while tb is not None:
         code = tb.tb_frame.f_code
-        filename = code.co_filename
-        theirs = not filename.startswith("<frozen") and not str(
-            Path(filename).resolve() if filename.startswith("/") else filename
-        ).startswith(_NOT_THEIRS)
+        theirs = _theirs(code)
         qualname = getattr(code, "co_qualname", code.co_name)
         if theirs and not code.co_name.startswith("<"):  # not a lambda, nor a cell's body
             parts = qualname.split(".<locals>.")
@@ -202,6 +238,12 @@ _SEEDS: dict[str, int] = {}
 
 def use_seed(name: str, seed: int) -> None:
     _SEEDS[name] = int(seed)
+
+
+def seeded_by_grader(name: str) -> bool:
+    """Whether this kernel is being graded for check `name` (the grader set its seed). Only
+    a shortcut for the probe: a kernel that says otherwise gets no credit from it."""
+    return name in _SEEDS
 
 
 def probe(check: Check, namespace: dict, seed: int | None = None) -> dict:

@@ -174,3 +174,64 @@ def picture_sizes(metadata) -> dict:
 
 def _text(value) -> str:
     return "".join(value) if isinstance(value, list) else str(value)
+
+
+# What nbgrader, its formgrader and nbconvert's templates read of a cell's metadata, with
+# the type each expects: anything else is dropped, and a key of another type too. A
+# student's `magics_language` dict (nbconvert lowercases it) made generate_feedback exit 1
+# (round 8); `slideshow`, `transient`, `raw_mimetype`, `widgets` change what a page shows.
+NBGRADER_TYPES = {
+    "grade": bool,
+    "solution": bool,
+    "locked": bool,
+    "task": bool,
+    "grade_id": str,
+    "cell_type": str,
+    "checksum": str,
+    "schema_version": int,
+    "points": (int, float),
+}
+CELL_FLAGS = ("collapsed", "editable", "deletable")
+MAX_TAGS, MAX_TEXT = 32, 200
+
+
+def _typed(value, kind) -> bool:
+    return isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
+
+
+def clean_cell_metadata(metadata) -> dict:
+    """A cell's metadata reduced to what the pages read, each value of its expected type:
+    nbgrader's keys, `tags` (short strings), `jupyter` (source_hidden, outputs_hidden),
+    `collapsed`, `scrolled`, `editable`, `deletable`."""
+    if not isinstance(metadata, dict):
+        return {}
+    kept: dict = {}
+    nbgrader = metadata.get("nbgrader")
+    if isinstance(nbgrader, dict):
+        kept["nbgrader"] = {
+            key: value
+            for key, value in nbgrader.items()
+            if key in NBGRADER_TYPES
+            and _typed(value, NBGRADER_TYPES[key])
+            and (not isinstance(value, str) or len(value) <= MAX_TEXT)
+            and (not isinstance(value, float) or math.isfinite(value))
+        }
+    tags = metadata.get("tags")
+    if isinstance(tags, list):
+        kept["tags"] = [t for t in tags if isinstance(t, str) and len(t) <= MAX_TEXT][:MAX_TAGS]
+    jupyter = metadata.get("jupyter")
+    if isinstance(jupyter, dict):
+        hidden = {k: v for k, v in jupyter.items() if k in ("source_hidden", "outputs_hidden")}
+        kept["jupyter"] = {k: v for k, v in hidden.items() if isinstance(v, bool)}
+    for key in CELL_FLAGS:
+        if isinstance(metadata.get(key), bool):
+            kept[key] = metadata[key]
+    if isinstance(metadata.get("scrolled"), bool) or metadata.get("scrolled") == "auto":
+        kept["scrolled"] = metadata["scrolled"]
+    return kept
+
+
+def clean_notebook_metadata(metadata, released: dict) -> dict:
+    """The notebook's metadata: the released notebook's `kernelspec` and `language_info`
+    (nbconvert reads the lexer and the language from them), nothing the student wrote."""
+    return {k: released[k] for k in ("kernelspec", "language_info") if k in released}

@@ -586,7 +586,7 @@ check("conv_fast", globals())
 
 # %% nbgrader={"grade": true, "grade_id": "conv_fast_speed", "locked": true, "points": 2, "schema_version": 3, "solution": false}
 # Hidden check (2 points): your fast forward + backward against loops like the naive pair's,
-# timed side by side in your kernel on a fixed layer: at least 20 times faster, and right.
+# on a fixed layer, timed by the grader: at least 20 times faster, and right.
 ### BEGIN HIDDEN TESTS
 from course.grading import check
 
