@@ -182,8 +182,8 @@ def test_a_finite_difference_written_inline_in_the_backward_earns_no_backward_po
 # ------------------------------------------------------------- 06: speed, timed by the grader
 
 # The round's attack: a fast pair too slow for the speed points (here the reference's,
-# made to sleep 50 ms a call: a fifth of the yardstick's loops or more on any machine this
-# suite runs on) and a NumPy whose `pad` sleeps only when the yardstick calls it, so that
+# made to sleep 40 ms a call: twice the most the grader allows on any machine this suite
+# runs on) and a NumPy whose `pad` sleeps only when the yardstick calls it, so that
 # loops timed in the kernel look slower still (24 of 24 in a real grading before).
 SLOWED_PAIR_AND_PATCHED_PAD = """
 
@@ -204,7 +204,7 @@ _fast_forward = conv_forward_fast
 
 
 def conv_forward_fast(x, w, b, conv_param):
-    _time.sleep(0.05)
+    _time.sleep(0.04)
     return _fast_forward(x, w, b, conv_param)
 """
 
