@@ -175,6 +175,15 @@ MUTANTS = [
     ),
     # block_forward / block_backward
     m(
+        "block: the second residual adds x, not h",
+        BLK,
+        {"block", TRAINING},
+        (
+            'out = h + (r @ p["W2"] + p["b2"]).reshape(N, T, D)',
+            'out = x + (r @ p["W2"] + p["b2"]).reshape(N, T, D)',
+        ),
+    ),
+    m(
         "block: the residual adds the normalised x",
         BLK,
         {"block", TRAINING},

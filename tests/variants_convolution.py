@@ -18,6 +18,15 @@ PREDICTIONS = "conv_predictions"
 MUTANTS = [
     # conv_forward_naive
     m(
+        "conv: no ValueError when the filter does not tile the padded input",
+        CONV,
+        {FORWARD},
+        (
+            "    if (H + 2 * pad - HH) % stride or (W + 2 * pad - WW) % stride:\n",
+            "    if False:\n",
+        ),
+    ),
+    m(
         "conv: the bias left out",
         CONV,
         {FORWARD},
@@ -48,6 +57,15 @@ MUTANTS = [
         ),
     ),
     # conv_backward_naive
+    m(
+        "conv: dx cropped with [pad:-pad] (empty when pad == 0)",
+        CONV,
+        {BACKWARD},
+        (
+            "return dx_pad[:, :, pad : pad + H, pad : pad + W], dw, db",
+            "return dx_pad[:, :, pad:-pad, pad:-pad], dw, db",
+        ),
+    ),
     m(
         "conv: dx assigned, not accumulated",
         CONV,

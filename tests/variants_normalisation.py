@@ -17,6 +17,16 @@ TRAINING = "normalised_training"
 MUTANTS = [
     # batchnorm_forward
     m(
+        "bn forward: an unknown mode runs as test mode (no ValueError)",
+        BNF,
+        {"batchnorm_forward"},
+        ('    elif mode == "test":\n', "    else:\n"),
+        (
+            '    else:\n        raise ValueError(f"bn_param',
+            '    if False:\n        raise ValueError(f"bn_param',
+        ),
+    ),
+    m(
         "bn forward: variance as mean(x**2) - mu**2",
         BNF,
         {"batchnorm_forward"},
@@ -173,6 +183,16 @@ MUTANTS = [
         ("np.sum(dout * x_hat, axis=0)", "np.sum(dout * x_hat, axis=1)"),
     ),
     # dropout_forward
+    m(
+        "dropout: an unknown mode runs as test mode (no ValueError)",
+        DF,
+        {"dropout_forward"},
+        ('    elif mode == "test":\n', "    else:\n"),
+        (
+            '    else:\n        raise ValueError(f"dropout_param',
+            '    if False:\n        raise ValueError(f"dropout_param',
+        ),
+    ),
     m(
         "dropout: p read as the probability of dropping (PyTorch's)",
         DF,

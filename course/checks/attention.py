@@ -13,6 +13,7 @@ check's (secret) seed: Tq != Tk, d != dv, and a square case.
 import numpy as np
 
 from course.checks.common import (
+    WRONG_VALUE_CAP,
     away_from_zero,
     centred_error,
     gradient_observation,
@@ -103,6 +104,7 @@ register(
             "out": Rule(
                 "softmax for",
                 rtol=1e-10,
+                cap=WRONG_VALUE_CAP,
                 hint="exp(x - max) / sum(exp(x - max)) along `axis` (keepdims=True): without "
                 "the shift, scores near 1e3 overflow; the max and the sum along the same axis.",
             )
@@ -171,6 +173,7 @@ register(
             "out": Rule(
                 "attention output with",
                 rtol=1e-8,
+                cap=WRONG_VALUE_CAP,
                 hint="softmax(q k^T / sqrt(d)) v with d = q.shape[-1] (not dv, not Tk); "
                 "k^T swaps the last two axes only; where the mask is False the score is "
                 "-inf (True means: may attend), and the softmax runs over the keys (axis -1).",
@@ -216,12 +219,16 @@ register(
             "dq": Rule(
                 "dq with",
                 rtol=1e-7,
+                cap=WRONG_VALUE_CAP,
                 hint="dq = ds k / sqrt(d), ds = p * (dp - sum(dp * p, axis=-1)), dp = dout v^T.",
             ),
             "dk": Rule(
-                "dk with", rtol=1e-7, hint="dk = ds^T q / sqrt(d) (swap the last two axes)."
+                "dk with",
+                rtol=1e-7,
+                hint="dk = ds^T q / sqrt(d) (swap the last two axes).",
+                cap=WRONG_VALUE_CAP,
             ),
-            "dv": Rule("dv with", rtol=1e-7, hint="dv = p^T dout."),
+            "dv": Rule("dv with", rtol=1e-7, hint="dv = p^T dout.", cap=WRONG_VALUE_CAP),
             "selfcheck": Rule(
                 SELFCHECK,
                 kind="below",
@@ -362,6 +369,7 @@ register(
             "out": Rule(
                 "multi-head output for",
                 rtol=1e-8,
+                cap=WRONG_VALUE_CAP,
                 weight=2,
                 hint="Q = x Wq split along D in order: reshape (N, T, H, D/H) then transpose "
                 "to (N, H, T, D/H) (reshape (N, H, T, D/H) alone keeps the shape and mixes "
@@ -429,7 +437,7 @@ register(
         rules={
             "forward": Rule("multi-head output (forward) for", rtol=1e-8, weight=0.5),
             **{
-                f"d{n}": Rule(f"d{n} for", rtol=1e-7, hint=MHA_BACKWARD_HINT)
+                f"d{n}": Rule(f"d{n} for", rtol=1e-7, hint=MHA_BACKWARD_HINT, cap=WRONG_VALUE_CAP)
                 for n in ("x", "Wq", "Wk", "Wv", "Wo")
             },
             "selfcheck": Rule(
@@ -598,18 +606,21 @@ register(
                 "block output for",
                 rtol=1e-8,
                 weight=2,
+                cap=WRONG_VALUE_CAP,
                 hint="pre-LN: h = x + MHA(LN1(x)), out = h + relu(LN2(h) W1 + b1) W2 + b2; "
                 "the residuals add x and h themselves, not their normalised copies.",
             ),
             "dx": Rule(
                 "dx for",
                 rtol=1e-7,
+                cap=WRONG_VALUE_CAP,
                 hint="dx = dh (the residual) + LN1's backward of what comes back through "
                 "attention; dh = dout + LN2's backward of the MLP's gradient.",
             ),
             "grad": Rule(
                 "gradient of",
                 rtol=1e-7,
+                cap=WRONG_VALUE_CAP,
                 hint="each parameter's gradient summed over N and T (flatten to (N T, D)).",
             ),
             "selfcheck": Rule(

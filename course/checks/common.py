@@ -23,6 +23,11 @@ STEP = 1e-5  # the step of course.grader.probe.nudged, unless a probe says other
 # it; a wrong gradient is still off by far more.
 SCALE_FLOOR = 1e-3
 
+# A wrong output or a wrong gradient caps its grade cell at half its points (Rule.cap),
+# however many of the cell's other sub-checks pass: one wrong value must not earn most of
+# the cell (issue 37: a state stored one step late kept 2.3 of 3).
+WRONG_VALUE_CAP = 0.5
+
 
 def rounding_aware_error(got, want) -> float:
     """The largest element-by-element relative error, |x - y| / (|x| + |y|), where an

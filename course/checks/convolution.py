@@ -16,6 +16,7 @@ import time
 import numpy as np
 
 from course.checks.common import (
+    WRONG_VALUE_CAP,
     away_from_zero,
     centred_error,
     clear_of_kinks,
@@ -164,7 +165,17 @@ def probe_conv_forward_naive(student, rng, out):
         return first, np.stack([first, second])
 
     out.record([f"out:{EQUIVARIANCE}", f"equivariance:{EQUIVARIANCE}"], shifted)
+    # A 3x3 filter, stride 2, no padding, on an even height: (H - 3) % 2 != 0.
+    untiled = rng.standard_normal(
+        (N, C, 2 * int(rng.integers(3, 6)), 2 * int(rng.integers(2, 5)) + 1)
+    )
+    out.record(
+        f"tiling:{UNTILED}",
+        lambda: forward(untiled.copy(), w.copy(), b.copy(), {"stride": 2, "pad": 0})[0],
+    )
 
+
+UNTILED = "a 3x3 filter, stride 2, pad 0, on an even height (it does not tile)"
 
 CONV_OUT_HINT = (
     "out[n, f, i, j] = b[f] + sum(w[f] * x_pad[n, :, i*stride : i*stride + HH, "
@@ -180,7 +191,15 @@ register(
         points=3,
         probe=probe_conv_forward_naive,
         rules={
-            "out": Rule("output for", rtol=1e-10, hint=CONV_OUT_HINT),
+            "out": Rule("output for", rtol=1e-10, hint=CONV_OUT_HINT, cap=WRONG_VALUE_CAP),
+            # Raising on every call fails the rest (and caps the cell): weighed lightly.
+            "tiling": Rule(
+                "",
+                raises="ValueError",
+                weight=0.5,
+                hint="if (H + 2 pad - HH) or (W + 2 pad - WW) is not a multiple of the "
+                "stride, raise a ValueError (the exercise says so).",
+            ),
             "equivariance": Rule(
                 "largest gap between convolving a shifted input and shifting the output, on "
                 "interior pixels, relative to the output's size, for",
@@ -254,15 +273,22 @@ GRADIENT_RULES = {
     "dx": Rule(
         "gradient dx for",
         rtol=1e-9,
+        cap=WRONG_VALUE_CAP,
         hint="each output pixel adds dout[n, f, i, j] * w[f] to the window of x_pad it read; "
         "windows overlap, so accumulate (+=), then cut the padding off.",
     ),
     "dw": Rule(
         "gradient dw for",
         rtol=1e-9,
+        cap=WRONG_VALUE_CAP,
         hint="dw[f] accumulates dout[n, f, i, j] times the window of x_pad, over n, i and j.",
     ),
-    "db": Rule("gradient db for", rtol=1e-9, hint="db sums dout over n, i and j (axes 0, 2, 3)."),
+    "db": Rule(
+        "gradient db for",
+        rtol=1e-9,
+        cap=WRONG_VALUE_CAP,
+        hint="db sums dout over n, i and j (axes 0, 2, 3).",
+    ),
 }
 
 register(
@@ -341,12 +367,14 @@ register(
             "out": Rule(
                 "max_pool_forward_naive output for",
                 rtol=1e-12,
+                cap=WRONG_VALUE_CAP,
                 hint="the maximum of x[n, c, i*stride : i*stride + pool_height, "
                 "j*stride : j*stride + pool_width]; H' = 1 + (H - pool_height) // stride.",
             ),
             "dx": Rule(
                 "max_pool_backward_naive dx for",
                 rtol=1e-12,
+                cap=WRONG_VALUE_CAP,
                 hint="dout[n, c, i, j] goes to the position of its window's maximum only; "
                 "overlapping windows accumulate (+=).",
             ),
@@ -439,6 +467,7 @@ register(
             "out": Rule(
                 "conv_forward_fast output for",
                 rtol=1e-10,
+                cap=WRONG_VALUE_CAP,
                 hint="the same result as the naive pair: im2col columns in the order of "
                 "w.reshape(F, -1), the output back to (N, F, H', W').",
             ),
@@ -669,6 +698,7 @@ register(
             "out": Rule(
                 "output in",
                 rtol=1e-9,
+                cap=WRONG_VALUE_CAP,
                 hint="normalise each channel over N, H and W together: move C last, reshape "
                 "to (N*H*W, C), batchnorm_forward, and move C back.",
             ),
@@ -679,9 +709,18 @@ register(
                 "over N, H and W (biased variance), stored back into bn_param.",
             ),
             "forward": Rule("forward output (train mode) for", rtol=1e-9, weight=0.5),
-            "dx": Rule("gradient dx for", rtol=1e-8, hint="reshape dout like x in the forward."),
-            "dgamma": Rule("gradient dgamma for", rtol=1e-8, hint="sum over N, H and W."),
-            "dbeta": Rule("gradient dbeta for", rtol=1e-8, hint="sum over N, H and W."),
+            "dx": Rule(
+                "gradient dx for",
+                rtol=1e-8,
+                hint="reshape dout like x in the forward.",
+                cap=WRONG_VALUE_CAP,
+            ),
+            "dgamma": Rule(
+                "gradient dgamma for", rtol=1e-8, hint="sum over N, H and W.", cap=WRONG_VALUE_CAP
+            ),
+            "dbeta": Rule(
+                "gradient dbeta for", rtol=1e-8, hint="sum over N, H and W.", cap=WRONG_VALUE_CAP
+            ),
             "selfcheck": Rule(
                 "dx, dgamma, dbeta against centred differences of your own forward, for",
                 kind="below",
@@ -829,16 +868,19 @@ register(
             "scores": Rule(
                 "scores",
                 rtol=1e-9,
+                cap=WRONG_VALUE_CAP,
                 hint="conv (stride 1, pad 1) - relu - 2x2 max pool (stride 2) - affine.",
             ),
             "loss": Rule(
                 "loss",
                 rtol=1e-9,
+                cap=WRONG_VALUE_CAP,
                 hint="softmax loss plus 0.5 * reg * (sum(W1**2) + sum(W2**2)), not the biases.",
             ),
             "grad": Rule(
                 "gradient of",
                 rtol=1e-8,
+                cap=WRONG_VALUE_CAP,
                 hint="backpropagate through affine, pool, relu and conv in reverse; the "
                 "regulariser adds reg * W.",
             ),

@@ -15,6 +15,7 @@ import dataclasses
 import numpy as np
 
 from course.checks.common import (
+    WRONG_VALUE_CAP,
     away_from_zero,
     centred_error,
     clear_of_kinks,
@@ -171,6 +172,10 @@ def probe_batchnorm_forward(student, rng, out):
         return first, np.stack([np.asarray(first, dtype=np.float64), second])
 
     out.record(["out:x and 100 x", "scale:x and 100 x"], rescaled)
+    out.record(
+        "mode:'eval', an unknown mode",
+        lambda: forward(x.copy(), *_copies(gamma, beta), {"mode": "eval"})[0],
+    )
 
 
 register(
@@ -184,6 +189,7 @@ register(
                 "output in",
                 rtol=1e-8,
                 weight=2,
+                cap=WRONG_VALUE_CAP,
                 hint="normalise each column by its batch mean and biased variance, "
                 "(x - mu) / sqrt(var + eps), computing var from the centred values "
                 "(mean(x**2) - mu**2 cancels when |mu| >> std), then gamma * x_hat + beta.",
@@ -198,6 +204,7 @@ register(
             "test": Rule(
                 "test mode:",
                 rtol=1e-10,
+                cap=WRONG_VALUE_CAP,
                 hint="in test mode normalise with bn_param's running averages and eps.",
             ),
             # Credited only with the test-mode output: leaving them alone is easy.
@@ -206,6 +213,13 @@ register(
                 rtol=1e-10,
                 hint="test mode must leave bn_param's running averages as they were.",
                 requires="test",
+            ),
+            # Raising on every call fails the rest (and caps the cell): weighed lightly.
+            "mode": Rule(
+                "bn_param['mode'] =",
+                raises="ValueError",
+                weight=0.5,
+                hint="a mode other than 'train' or 'test' raises a ValueError (the API).",
             ),
             "scale": Rule(
                 "change of the train-mode output between",
@@ -258,9 +272,13 @@ def norm_backward_probe(forward_name: str, backward_name: str, param: dict):
 def norm_backward_rules(hint: str, sum_words: str, axis: int) -> dict[str, Rule]:
     return {
         "forward": Rule("forward output (train mode) for", rtol=1e-8, weight=0.5, hint=""),
-        "dx": Rule("dx for", rtol=1e-7, weight=2, hint=hint),
-        "dgamma": Rule("dgamma for", rtol=1e-8, hint="sum over the batch of dout * x_hat."),
-        "dbeta": Rule("dbeta for", rtol=1e-8, hint="sum over the batch of dout."),
+        "dx": Rule("dx for", rtol=1e-7, weight=2, hint=hint, cap=WRONG_VALUE_CAP),
+        "dgamma": Rule(
+            "dgamma for", rtol=1e-8, hint="sum over the batch of dout * x_hat.", cap=WRONG_VALUE_CAP
+        ),
+        "dbeta": Rule(
+            "dbeta for", rtol=1e-8, hint="sum over the batch of dout.", cap=WRONG_VALUE_CAP
+        ),
         "selfcheck": Rule(
             "gradients against centred differences of your own forward pass, for",
             kind="below",
@@ -340,6 +358,7 @@ register(
                 "output for",
                 rtol=1e-8,
                 weight=2,
+                cap=WRONG_VALUE_CAP,
                 hint="normalise each row (axis=1, keepdims=True) by its mean and biased "
                 "variance, (x - mu) / sqrt(var + eps), then gamma * x_hat + beta.",
             ),
@@ -463,6 +482,10 @@ def probe_dropout_forward(student, rng, out):
             f"test:{label}",
             lambda small=small, p=p: forward(small.copy(), {"mode": "test", "p": p})[0],
         )
+        out.record(
+            f"mode:'eval', an unknown mode, {label}",
+            lambda small=small, p=p: forward(small.copy(), {"mode": "eval", "p": p})[0],
+        )
 
 
 def _mask_rule(what, hint, measure, weight=1.0):
@@ -504,6 +527,7 @@ register(
                 "smallest and largest kept output / input,",
                 rtol=1e-9,
                 weight=2,
+                cap=WRONG_VALUE_CAP,
                 hint="inverted dropout: the kept units are divided by p, x * mask / p.",
             ),
             "seed": Rule(
@@ -512,6 +536,13 @@ register(
                 hint="call np.random.seed(seed) before drawing, when the seed is given.",
                 measure=seeded,
                 requires="scale",
+            ),
+            # Raising on every call fails the rest (and caps the cell): weighed lightly.
+            "mode": Rule(
+                "dropout_param['mode'] =",
+                raises="ValueError",
+                weight=0.5,
+                hint="a mode other than 'train' or 'test' raises a ValueError (the API).",
             ),
             # Credited only with the train mode's scaling: the identity passes test mode.
             "test": Rule(
@@ -591,6 +622,7 @@ register(
                 weight=2,
                 hint="dx = dout * mask / p, with the mask (and the 1 / p) of the forward pass.",
                 requires="run",
+                cap=WRONG_VALUE_CAP,
                 measure=_dx_through_mask,
                 uses="run",
             ),
@@ -890,12 +922,14 @@ register(
             "loss": Rule(
                 "loss with",
                 rtol=1e-9,
+                cap=WRONG_VALUE_CAP,
                 hint="affine - norm - relu - dropout for each hidden layer; the softmax loss "
                 "plus 0.5 * reg * sum of every W_l**2 (not gammas, betas or biases).",
             ),
             "grad": Rule(
                 "gradient of",
                 rtol=1e-7,
+                cap=WRONG_VALUE_CAP,
                 hint="backpropagate in reverse: dropout, relu, the normalisation (its dgamma "
                 "and dbeta), then affine; the regulariser adds reg * W_l.",
             ),

@@ -54,6 +54,13 @@ class Rule:
     # key's (whose reference value is then a trusted quantity the probe computed, such as
     # an analytic gradient): measure(student's <uses> observation, reference of this key).
     uses: str | None = None
+    # If any sub-check of this rule fails, the cell earns at most this share of its points:
+    # a wrong forward or a wrong gradient must not earn most of its cell, however many
+    # other sub-checks pass (course.grader.judge.score).
+    cap: float | None = None
+    # An error contract: the observation must be the call raising this exception (its
+    # Broken record, "raised ValueError ..."), as the reference does.
+    raises: str | None = None
 
     def __post_init__(self):
         if self.kind not in ("close", "true", "below"):
