@@ -31,6 +31,24 @@ MUTANTS = [
     ),
     # attention_forward / attention_backward
     m(
+        "attention backward: the softmax Jacobian summed over the queries",
+        ATT,
+        {"attention_backward", "multihead_backward", "block", TRAINING},
+        (
+            "ds = p * (dp - np.sum(dp * p, axis=-1, keepdims=True)) / np.sqrt(d)",
+            "ds = p * (dp - np.sum(dp * p, axis=-2, keepdims=True)) / np.sqrt(d)",
+        ),
+    ),
+    m(
+        "attention backward: only the softmax Jacobian's diagonal, p (1 - p)",
+        ATT,
+        {"attention_backward", "multihead_backward", "block", TRAINING},
+        (
+            "ds = p * (dp - np.sum(dp * p, axis=-1, keepdims=True)) / np.sqrt(d)",
+            "ds = p * (1 - p) * dp / np.sqrt(d)",
+        ),
+    ),
+    m(
         "attention: scaled by sqrt(dv), not sqrt(d)",
         ATT,
         {"attention_forward", "attention_backward"},

@@ -190,6 +190,15 @@ MUTANTS = [
     ),
     # spatial batch norm
     m(
+        "sbn backward: dx moved back without the transpose",
+        SBN,
+        {"spatial_batchnorm"},
+        (
+            "return dx.reshape(N, H, W, C).transpose(0, 3, 1, 2), dgamma, dbeta",
+            "return dx.reshape(N, C, H, W), dgamma, dbeta",
+        ),
+    ),
+    m(
         "sbn: flattened without moving the channels last",
         SBN,
         {"spatial_batchnorm"},

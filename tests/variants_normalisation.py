@@ -17,6 +17,12 @@ TRAINING = "normalised_training"
 MUTANTS = [
     # batchnorm_forward
     m(
+        "bn forward: the unbiased variance (N - 1) in the normalisation",
+        BNF,
+        {"batchnorm_forward", "batchnorm_backward", "batchnorm_backward_alt", "finished_net"},
+        ("var = np.mean(centred**2, axis=0)", "var = np.sum(centred**2, axis=0) / (len(x) - 1)"),
+    ),
+    m(
         "bn forward: an unknown mode runs as test mode (no ValueError)",
         BNF,
         {"batchnorm_forward"},
@@ -95,6 +101,12 @@ MUTANTS = [
         ("dvar = dstd / (2 * std)", "dvar = dstd / std"),
     ),
     # batchnorm_backward_alt
+    m(
+        "bn alt: N - 1 in the closed form",
+        BNA,
+        {"batchnorm_backward_alt", "finished_net"},
+        ("    N = dout.shape[0]\n", "    N = dout.shape[0] - 1\n"),
+    ),
     m(
         "bn alt: the x_hat term missing",
         BNA,

@@ -226,6 +226,14 @@ register(
                 "dk with",
                 rtol=1e-7,
                 hint="dk = ds^T q / sqrt(d) (swap the last two axes).",
+                hint_unless=(
+                    (
+                        "dq",
+                        "dq is off too, and both come from ds: the softmax's Jacobian, "
+                        "ds = p * (dp - sum(dp * p, axis=-1, keepdims=True)), dp = dout v^T, "
+                        "summed over the keys (the last axis), not only its diagonal p * (1 - p).",
+                    ),
+                ),
                 cap=WRONG_VALUE_CAP,
             ),
             "dv": Rule("dv with", rtol=1e-7, hint="dv = p^T dout.", cap=WRONG_VALUE_CAP),

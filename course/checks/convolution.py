@@ -640,6 +640,17 @@ def _bn_cases(rng):
     return cases
 
 
+LAYOUT_HINT = (
+    "the output is off too: a layout slip? move C last before reshaping, "
+    "x.transpose(0, 2, 3, 1).reshape(-1, C), and back after (a plain reshape to (N*H*W, C) "
+    "mixes channels and pixels)."
+)
+BACKWARD_LAYOUT_HINT = (
+    "dx is off too: a layout slip? reshape dout as the forward reshaped x, "
+    "dout.transpose(0, 2, 3, 1).reshape(-1, C), and move dx's C back after."
+)
+
+
 def probe_spatial_batchnorm(student, rng, out):
     forward, backward = student.spatial_batchnorm_forward, student.spatial_batchnorm_backward
     for label, x in _bn_cases(rng):
@@ -714,12 +725,21 @@ register(
                 rtol=1e-8,
                 hint="reshape dout like x in the forward.",
                 cap=WRONG_VALUE_CAP,
+                hint_unless=(("forward", LAYOUT_HINT),),
             ),
             "dgamma": Rule(
-                "gradient dgamma for", rtol=1e-8, hint="sum over N, H and W.", cap=WRONG_VALUE_CAP
+                "gradient dgamma for",
+                rtol=1e-8,
+                hint="sum over N, H and W.",
+                cap=WRONG_VALUE_CAP,
+                hint_unless=(("forward", LAYOUT_HINT), ("dx", BACKWARD_LAYOUT_HINT)),
             ),
             "dbeta": Rule(
-                "gradient dbeta for", rtol=1e-8, hint="sum over N, H and W.", cap=WRONG_VALUE_CAP
+                "gradient dbeta for",
+                rtol=1e-8,
+                hint="sum over N, H and W.",
+                cap=WRONG_VALUE_CAP,
+                hint_unless=(("forward", LAYOUT_HINT), ("dx", BACKWARD_LAYOUT_HINT)),
             ),
             "selfcheck": Rule(
                 "dx, dgamma, dbeta against centred differences of your own forward, for",

@@ -58,6 +58,28 @@ CARRIED_03 = {
 }
 
 
+# What the later checks of this notebook run of its earlier functions (Check.builds_on), the
+# most basic first: a backward pass runs its forward in train mode; the network runs every
+# layer (the test-mode scores read batch norm's running averages). The error contracts
+# ("mode") are no part of what they run.
+BN_TRAIN = {"out": "batchnorm_forward", "scale": "batchnorm_forward"}
+NORMALISATION_LAYERS = {
+    "batchnorm_forward": {
+        k: "batchnorm_forward" for k in ("out", "running", "test", "unchanged", "scale")
+    },
+    "batchnorm_backward_alt": "batchnorm_backward_alt",
+    "layernorm_forward": "layernorm_forward",
+    "layernorm_backward": "layernorm_backward",
+}
+WITH_LAYERS = {
+    **NORMALISATION_LAYERS,
+    "dropout_forward": {
+        k: "dropout_forward" for k in ("kept", "rows", "columns", "redraw", "scale", "seed", "test")
+    },
+    "dropout_backward": "dropout_backward",
+}
+
+
 def _copies(*arrays):
     return [np.array(a, copy=True) for a in arrays]
 
@@ -310,6 +332,7 @@ for name, points in (("batchnorm_backward", 3), ("batchnorm_backward_alt", 2)):
             notebook=NOTEBOOK,
             points=points,
             probe=norm_backward_probe("batchnorm_forward", name, {"mode": "train"}),
+            builds_on={"batchnorm_forward": BN_TRAIN},
             rules=norm_backward_rules(BN_BACKWARD_HINT, "the sum of dx over the batch", 0),
         )
     )
@@ -381,6 +404,7 @@ register(
         notebook=NOTEBOOK,
         points=2,
         probe=norm_backward_probe("layernorm_forward", "layernorm_backward", {}),
+        builds_on={"layernorm_forward": "layernorm_forward"},
         rules=norm_backward_rules(
             "as batch norm's closed form, with the sums over each row (axis=1) and D in "
             "place of N; dgamma and dbeta still sum over the batch.",
@@ -898,7 +922,7 @@ register(
         notebook=NOTEBOOK,
         points=4,
         probe=probe_fully_connected_net,
-        builds_on=CARRIED_03,
+        builds_on={**CARRIED_03, **WITH_LAYERS},
         rules={
             "shapes": Rule(
                 "parameter shapes with",
@@ -1032,7 +1056,7 @@ register(
         notebook=NOTEBOOK,
         points=3,
         probe=probe_normalised_training,
-        builds_on=CARRIED_03,
+        builds_on={**CARRIED_03, **NORMALISATION_LAYERS},  # no dropout in training
         rules={
             "loss": Rule(
                 "training loss",

@@ -114,6 +114,14 @@ def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
         rule = rule_for(check, key)
         read = f"{rule.uses}:{key.partition(':')[2]}" if rule.uses else key
         results[key] = judge_one(key, outputs.get(read, stopped), want, rule)
+    for key, result in results.items():
+        rule = rule_for(check, key)
+        for prefix, hint in rule.hint_unless if rule.hint and not result.passed else ():
+            other = results.get(f"{prefix}:{key.partition(':')[2]}")
+            if other is not None and not other.passed:
+                message = result.message.replace(rule.hint, hint)
+                results[key] = Result(key, False, rule.weight, message)
+                break
     changed = True
     while changed:  # requirements chain (a selfcheck requires the loss, which requires ...)
         changed = False

@@ -61,6 +61,10 @@ class Rule:
     # An error contract: the observation must be the call raising this exception (its
     # Broken record, "raised ValueError ..."), as the reference does.
     raises: str | None = None
+    # ((prefix, hint), ...): while the sub-check "<prefix>:<same detail>" fails too, the
+    # likely mistake is the first such hint, not `hint` (a dk hint about the transpose is
+    # wrong when dq, computed from the same softmax Jacobian, is off as well).
+    hint_unless: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self):
         if self.kind not in ("close", "true", "below"):
