@@ -158,3 +158,41 @@ def test_a_hint_fires_only_on_its_own_evidence(module, bug, cell, says, never):
     points, text = reports_in_process(variants, mutant(variants, bug))[cell]
     assert points < max_scores(variants)[cell]
     assert says in text and never not in text, text
+
+
+# Issue 37, item 7: "does your code answer differently ... while being checked?" only with
+# evidence (the forward right at x, its values at x +- h not), never for an honest bug.
+def test_the_anti_cheat_question_needs_evidence():
+    from tests import variants_convolution, variants_normalisation
+
+    for variants, bug, cell in (
+        (variants_convolution, "net: the regulariser without its 1/2", "convnet_training"),
+        (
+            variants_normalisation,
+            "bn forward: the unbiased variance (N - 1) in the normalisation",
+            "batchnorm_backward",
+        ),
+    ):
+        points, text = reports_in_process(variants, mutant(variants, bug))[cell]
+        assert points < max_scores(variants)[cell]
+        assert "answer differently" not in text, text
+
+
+def test_the_anti_cheat_question_says_what_differed(monkeypatch):
+    from course.authoring.classroom import solution_sources
+    from tests import variants_attention
+    from tests.test_attacks_round7 import ZERO_BACKWARD_THAT_HIDES_FROM_THE_SELFCHECK
+    from tests.test_mutants import source_notebook
+
+    solutions = solution_sources(source_notebook("08_attention", "attention"))
+    code = solutions["multihead_solution"] + ZERO_BACKWARD_THAT_HIDES_FROM_THE_SELFCHECK
+    hiding = Alternate("a backward of zeros that hides", {"multihead_solution": code})
+    import functools
+
+    from course.grader import judge
+
+    monkeypatch.setattr(judge, "report", functools.partial(judge.report, limit=100))
+    points, text = reports_in_process(variants_attention, hiding)["multihead_backward"]
+    assert points <= 0.2
+    assert "is right, yet your values at the nudged inputs" in text, text
+    assert "answer differently" in text and "relative error" in text, text

@@ -221,6 +221,28 @@ MUTANTS = [
     ),
     # SmallConvNet
     m(
+        "net: He's fan-in of the convolution as C, not C * 3 * 3",
+        NET,
+        {"convnet_training"},
+        ("np.sqrt(2 / (C * 9))", "np.sqrt(2 / C)"),
+    ),
+    m(
+        "net: every weight at scale 0.01",
+        NET,
+        {"convnet_training"},
+        ("* np.sqrt(2 / (C * 9))", "* 0.01"),
+        ("* np.sqrt(2 / hidden)", "* 0.01"),
+    ),
+    m(
+        "net: the regulariser without its 1/2",
+        NET,
+        {"convnet_training"},
+        (
+            "loss += 0.5 * self.reg * np.sum(p[name] ** 2)",
+            "loss += self.reg * np.sum(p[name] ** 2)",
+        ),
+    ),
+    m(
         "net: no relu",
         NET,
         {"convnet_training"},
@@ -256,6 +278,8 @@ def conv_forward_naive(x, w, b, conv_param):
     stride, pad = conv_param["stride"], conv_param["pad"]
     N, C, H, W = x.shape
     F, _, HH, WW = w.shape
+    if (H + 2 * pad - HH) % stride or (W + 2 * pad - WW) % stride:
+        raise ValueError("the filter does not tile the padded input")
     H_out = 1 + (H + 2 * pad - HH) // stride
     W_out = 1 + (W + 2 * pad - WW) // stride
     x_pad = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
@@ -290,6 +314,8 @@ def conv_forward_naive(x, w, b, conv_param):
     s, p = conv_param["stride"], conv_param["pad"]
     N, C, H, W = x.shape
     F, _, HH, WW = w.shape
+    if (H + 2 * p - HH) % s or (W + 2 * p - WW) % s:
+        raise ValueError(f"a {HH}x{WW} filter, stride {s}, does not tile {H}x{W} + {p}")
     Ho, Wo = (H + 2 * p - HH) // s + 1, (W + 2 * p - WW) // s + 1
     xp = np.zeros((N, C, H + 2 * p, W + 2 * p))
     xp[:, :, p : p + H, p : p + W] = x

@@ -718,7 +718,22 @@ class FullyConnectedNet(FullyConnectedNet04):
 
 EXPECTED_SURVIVORS: set[str] = set()
 
+LN_BACKWARD_PER_ROW_JACOBIAN = {
+    LNB: '''\
+def layernorm_backward(dout, cache):
+    """Per row, the closed-form Jacobian of x_hat: (I - 1/D - x_hat x_hat^T / D) / std."""
+    x_hat, std, gamma = cache
+    N, D = dout.shape
+    dx = np.empty_like(dout, dtype=float)
+    for i in range(N):
+        J = (np.eye(D) - 1.0 / D - np.outer(x_hat[i], x_hat[i]) / D) / std[i, 0]
+        dx[i] = J @ (dout[i] * gamma)
+    return dx, np.sum(dout * x_hat, axis=0), dout.sum(axis=0)
+''',
+}
+
 ALTERNATES = [
+    Alternate("layer norm backward as a per-row Jacobian", LN_BACKWARD_PER_ROW_JACOBIAN),
     Alternate("batch norm with np.var and a dict cache", BN_VAR_DICT),
     Alternate("batch norm keeping x, stage by stage", BN_KEEP_X),
     Alternate("layer norm on the transpose", LN_TRANSPOSED),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from course.gradcheck import relative_errors
+from course.grader.model import NUDGED_FORWARD_OFF
 from course.grader.probe import nudged
 
 STEP = 1e-5  # the step of course.grader.probe.nudged, unless a probe says otherwise
@@ -106,14 +107,12 @@ def centred_error(h: float = STEP, forward_is_the_references: bool = True):
         want = np.asarray(want, dtype=np.float64)
         if forward_is_the_references and want.shape != got.shape:
             return float("inf")
-        if forward_is_the_references and rounding_aware_error(got[1:], want[1:]) > (
-            NUDGED_FORWARD_RTOL
-        ):
-            return (
-                "your forward values at the nudged inputs are not a correct forward "
-                "pass's (does your code answer differently when it is called again, or "
-                "while it is being checked?)"
-            )
+        if forward_is_the_references:
+            off = rounding_aware_error(got[1:], want[1:])
+            if off > NUDGED_FORWARD_RTOL:
+                # The judge says why (course.grader.judge.judge): a forward that is off
+                # everywhere, or one right at x that answers otherwise while nudged.
+                return f"{NUDGED_FORWARD_OFF} (relative error {off:.1e})"
         return rounding_aware_error(got[0], (got[1] - got[2]) / (2 * h))
 
     return measure

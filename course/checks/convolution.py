@@ -23,6 +23,7 @@ from course.checks.common import (
     gradient_observation,
     stacked,
 )
+from course.checks.multilayer import drawn_with, moments
 from course.checks.normalisation import CARRIED_03
 from course.data import digits
 from course.grader.model import Assignment, Check, Rule, register
@@ -797,6 +798,21 @@ def convnet_distance(params: dict, X) -> float:
     return float(min(np.abs(pre).min(), gaps.min()))
 
 
+def he_drawn(got, want):
+    """measure: one weight's (mean, std, shape) against He's N(0, 2 / fan-in), the fan-in
+    read from the reference run's shape: (F, C, HH, WW) has C * HH * WW, (D, classes) D."""
+    shape = np.asarray(want, dtype=np.float64)[2:]
+    fan_in = float(np.prod(shape[1:])) if len(shape) == 4 else float(shape[0])
+    verdict = drawn_with(np.sqrt(2 / fan_in))(got, want)
+    return (
+        verdict
+        if verdict is True or "shape" in verdict
+        else (
+            "not drawn from N(0, 2 / fan-in) (the sample's mean or standard deviation is far off)"
+        )
+    )
+
+
 def _convnet_with(student, shape, F, classes, params, reg):
     net = student.SmallConvNet(input_dim=shape, num_filters=F, num_classes=classes, reg=reg, seed=0)
     for name, value in params.items():
@@ -821,6 +837,23 @@ def probe_convnet(student, rng, out):
         return np.concatenate([np.shape(net.params[n]) for n in names]).astype(float)
 
     out.record("shapes:of W1, b1, W2, b2", construction)
+
+    # He's initialisation, judged by each weight's sample statistics (any generator, any
+    # draw order): sizes from the (secret) seed, at least 648 entries per weight.
+    C0, F0, H0, W0 = (
+        int(rng.integers(3, 6)),
+        int(rng.integers(24, 32)),
+        *(2 * v for v in _distinct(rng, 4, 7, 2)),
+    )
+    init_seed = int(rng.integers(1 << 30))
+
+    def initial():
+        net = student.SmallConvNet(
+            input_dim=(C0, H0, W0), num_filters=F0, num_classes=10, seed=init_seed
+        )
+        return moments(net.params["W1"]), moments(net.params["W2"])
+
+    out.record(["init:W1 (fan-in C * 3 * 3)", "init:W2 (fan-in F * H/2 * W/2)"], initial)
     out.record(
         "scores:on hidden weights",
         lambda: _convnet_with(student, shape, F, classes, params, 0.0).loss(X.copy()),
@@ -884,6 +917,14 @@ register(
                 "parameter shapes",
                 rtol=0,
                 hint="W1 (F, C, 3, 3), b1 (F,), W2 (F * (H // 2) * (W // 2), classes), b2.",
+            ),
+            "init": Rule(
+                "initial",
+                kind="true",
+                weight=2,
+                hint="He's rule per layer: W1 from N(0, 2 / (C * 3 * 3)) (the fan-in of a "
+                "convolution is C * HH * WW, not C), W2 from N(0, 2 / (F * H/2 * W/2)).",
+                measure=he_drawn,
             ),
             "scores": Rule(
                 "scores",

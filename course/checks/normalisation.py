@@ -1012,10 +1012,15 @@ register(
 
 # ------------------------------------------------------------------- training
 
-TRAIN_EPOCHS = 30
+# Training amplifies rounding: correct implementations (the alternates, a per-row Jacobian
+# and a staged layer-norm backward, five seeds, numpy's AVX-512 kernels on and off) agree
+# within 5e-11 over the first 30 steps, 1e-6 by step 40, and up to 0.3 (the curve) and 1.0
+# (the scores) after 30 epochs (issue 37). So: 6 epochs (24 to 30 steps), and a band 1e4
+# times the measured spread; every mutant departs by far more (measured: tests/variants).
+TRAIN_EPOCHS = 6
 TRAIN_BATCH = 16
 TRAIN_LEARNING_RATE = 0.1
-LOSS_BAND = 1e-6  # relative, at every step: correct code differs only by rounding order
+LOSS_BAND = 1e-6  # relative, at every step
 
 
 def _plain_sgd(w, dw, config):

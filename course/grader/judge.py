@@ -12,6 +12,7 @@ import numpy as np
 
 from course.gradcheck import relative_errors
 from course.grader.model import (
+    NUDGED_FORWARD_OFF,
     Broken,
     Check,
     Result,
@@ -129,6 +130,26 @@ def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
             rule = rule_for(check, key)
             detail = key.partition(":")[2]
             needed = results.get(f"{rule.requires}:{detail}") if rule.requires else None
+            if rule.requires and NUDGED_FORWARD_OFF in result.message:
+                label = f"{rule.what} {detail}".strip()
+                if needed and needed.passed:
+                    # Right at x, otherwise at x +- h: evidence of answering differently
+                    # under observation, and what differed.
+                    why = result.message.replace(
+                        NUDGED_FORWARD_OFF,
+                        f"your {rule.requires} is right, yet your values at the nudged "
+                        "inputs are not a correct forward pass's",
+                    ).partition(" Likely mistake:")[0]
+                    why += (
+                        " Does your code answer differently when it is called again, or "
+                        "while it is being checked?"
+                    )
+                else:
+                    why = f"{label}: not credited while the {rule.requires} check of it fails"
+                if why != result.message:
+                    results[key] = Result(key, False, rule.weight, why)
+                    changed = True
+                continue
             if rule.requires and result.passed and not (needed and needed.passed):
                 label = f"{rule.what} {detail}".strip()
                 why = f"{label}: not credited while the {rule.requires} check of it fails"

@@ -25,6 +25,12 @@ class Broken:
     why: str
 
 
+# What a self-check's measure says when the student's forward values at the nudged inputs
+# are not a correct forward pass's (course.checks.common.centred_error); the judge then
+# says whether the forward is off anyway or answers otherwise only while nudged.
+NUDGED_FORWARD_OFF = "your forward values at the nudged inputs are not a correct forward pass's"
+
+
 @dataclass(frozen=True)
 class Rule:
     """How the outputs whose key starts with a prefix are judged.
