@@ -81,3 +81,118 @@ def test_functions_of_names_only_what_the_failing_sub_checks_run():
     assert functions_of(relu, ["dx:x (7, 4)"]) == ["relu_backward"]
     assert functions_of("sgd", ["w:the default config"]) == ["sgd"]
     assert functions_of("sgd", []) == []
+
+
+# Issue 37, item 4: in 05, a backward pass depends on its forward, the network on every
+# layer it runs; the earliest failing function is named, and no hint blames the rest.
+@pytest.mark.parametrize(
+    ("bug", "function", "dependents"),
+    [
+        (
+            "bn forward: the unbiased variance (N - 1) in the normalisation",
+            "batchnorm_forward",
+            ["batchnorm_backward", "batchnorm_backward_alt", "finished_net", "normalised_training"],
+        ),
+        (
+            "ln forward: normalised over the batch",
+            "layernorm_forward",
+            ["layernorm_backward", "finished_net", "normalised_training"],
+        ),
+        ("bn alt: N - 1 in the closed form", "batchnorm_backward_alt", ["finished_net"]),
+    ],
+)
+def test_05_names_the_earliest_failing_layer(bug, function, dependents):
+    from tests import variants_normalisation
+
+    reports = reports_in_process(variants_normalisation, mutant(variants_normalisation, bug))
+    full = max_scores(variants_normalisation)
+    for check in dependents:
+        points, text = reports[check]
+        assert points < full[check], (bug, check)
+        [cause] = causes(text)
+        assert cause.startswith(f"CAUSE your {function} fails its own hidden check"), text
+        # Not the dropout mask, nor where batch norm sits (the hints of the network's own
+        # sub-checks) when a layer is the cause.
+        assert "Likely mistake" not in text and "must come after" not in text, text
+
+
+# Issue 37, item 2: one wrong output or gradient caps its cell at half its points, and the
+# report says so.
+@pytest.mark.parametrize(
+    ("module", "bug", "cell"),
+    [
+        ("recurrent", "rnn sequence: h stored one step late (h[:, t] is the state before step t)",
+         "rnn_sequence"),
+        ("attention", "block: the second residual adds x, not h", "block"),
+        ("convolution", "conv: dx cropped with [pad:-pad] (empty when pad == 0)",
+         "conv_backward_naive"),
+    ],
+)  # fmt: skip
+def test_a_wrong_value_earns_at_most_half_its_cell(module, bug, cell):
+    import importlib
+
+    variants = importlib.import_module(f"tests.variants_{module}")
+    points, text = reports_in_process(variants, mutant(variants, bug))[cell]
+    assert points <= max_scores(variants)[cell] / 2, text
+    assert "caps the cell at 50% of its points" in text.splitlines()[-1], text
+
+
+# Issue 37, item 5: a hint fires only on its own evidence.
+@pytest.mark.parametrize(
+    ("module", "bug", "cell", "says", "never"),
+    [
+        ("attention", "attention backward: the softmax Jacobian summed over the queries",
+         "attention_backward", "softmax's Jacobian", "swap the last two axes"),
+        ("attention", "attention backward: only the softmax Jacobian's diagonal, p (1 - p)",
+         "attention_backward", "softmax's Jacobian", "swap the last two axes"),
+        ("convolution", "sbn: flattened without moving the channels last",
+         "spatial_batchnorm", "layout slip", "sum over N, H and W"),
+        ("convolution", "sbn: dout flattened without moving the channels last",
+         "spatial_batchnorm", "layout slip", "sum over N, H and W"),
+    ],
+)  # fmt: skip
+def test_a_hint_fires_only_on_its_own_evidence(module, bug, cell, says, never):
+    import importlib
+
+    variants = importlib.import_module(f"tests.variants_{module}")
+    points, text = reports_in_process(variants, mutant(variants, bug))[cell]
+    assert points < max_scores(variants)[cell]
+    assert says in text and never not in text, text
+
+
+# Issue 37, item 7: "does your code answer differently ... while being checked?" only with
+# evidence (the forward right at x, its values at x +- h not), never for an honest bug.
+def test_the_anti_cheat_question_needs_evidence():
+    from tests import variants_convolution, variants_normalisation
+
+    for variants, bug, cell in (
+        (variants_convolution, "net: the regulariser without its 1/2", "convnet_training"),
+        (
+            variants_normalisation,
+            "bn forward: the unbiased variance (N - 1) in the normalisation",
+            "batchnorm_backward",
+        ),
+    ):
+        points, text = reports_in_process(variants, mutant(variants, bug))[cell]
+        assert points < max_scores(variants)[cell]
+        assert "answer differently" not in text, text
+
+
+def test_the_anti_cheat_question_says_what_differed(monkeypatch):
+    from course.authoring.classroom import solution_sources
+    from tests import variants_attention
+    from tests.test_attacks_round7 import ZERO_BACKWARD_THAT_HIDES_FROM_THE_SELFCHECK
+    from tests.test_mutants import source_notebook
+
+    solutions = solution_sources(source_notebook("08_attention", "attention"))
+    code = solutions["multihead_solution"] + ZERO_BACKWARD_THAT_HIDES_FROM_THE_SELFCHECK
+    hiding = Alternate("a backward of zeros that hides", {"multihead_solution": code})
+    import functools
+
+    from course.grader import judge
+
+    monkeypatch.setattr(judge, "report", functools.partial(judge.report, limit=100))
+    points, text = reports_in_process(variants_attention, hiding)["multihead_backward"]
+    assert points <= 0.2
+    assert "is right, yet your values at the nudged inputs" in text, text
+    assert "answer differently" in text and "relative error" in text, text

@@ -31,6 +31,24 @@ MUTANTS = [
     ),
     # attention_forward / attention_backward
     m(
+        "attention backward: the softmax Jacobian summed over the queries",
+        ATT,
+        {"attention_backward", "multihead_backward", "block", TRAINING},
+        (
+            "ds = p * (dp - np.sum(dp * p, axis=-1, keepdims=True)) / np.sqrt(d)",
+            "ds = p * (dp - np.sum(dp * p, axis=-2, keepdims=True)) / np.sqrt(d)",
+        ),
+    ),
+    m(
+        "attention backward: only the softmax Jacobian's diagonal, p (1 - p)",
+        ATT,
+        {"attention_backward", "multihead_backward", "block", TRAINING},
+        (
+            "ds = p * (dp - np.sum(dp * p, axis=-1, keepdims=True)) / np.sqrt(d)",
+            "ds = p * (1 - p) * dp / np.sqrt(d)",
+        ),
+    ),
+    m(
         "attention: scaled by sqrt(dv), not sqrt(d)",
         ATT,
         {"attention_forward", "attention_backward"},
@@ -174,6 +192,15 @@ MUTANTS = [
         ("np.arange(T)[:, None]", "np.arange(1, T + 1)[:, None]"),
     ),
     # block_forward / block_backward
+    m(
+        "block: the second residual adds x, not h",
+        BLK,
+        {"block", TRAINING},
+        (
+            'out = h + (r @ p["W2"] + p["b2"]).reshape(N, T, D)',
+            'out = x + (r @ p["W2"] + p["b2"]).reshape(N, T, D)',
+        ),
+    ),
     m(
         "block: the residual adds the normalised x",
         BLK,

@@ -18,6 +18,15 @@ PREDICTIONS = "conv_predictions"
 MUTANTS = [
     # conv_forward_naive
     m(
+        "conv: no ValueError when the filter does not tile the padded input",
+        CONV,
+        {FORWARD},
+        (
+            "    if (H + 2 * pad - HH) % stride or (W + 2 * pad - WW) % stride:\n",
+            "    if False:\n",
+        ),
+    ),
+    m(
         "conv: the bias left out",
         CONV,
         {FORWARD},
@@ -48,6 +57,15 @@ MUTANTS = [
         ),
     ),
     # conv_backward_naive
+    m(
+        "conv: dx cropped with [pad:-pad] (empty when pad == 0)",
+        CONV,
+        {BACKWARD},
+        (
+            "return dx_pad[:, :, pad : pad + H, pad : pad + W], dw, db",
+            "return dx_pad[:, :, pad:-pad, pad:-pad], dw, db",
+        ),
+    ),
     m(
         "conv: dx assigned, not accumulated",
         CONV,
@@ -172,6 +190,15 @@ MUTANTS = [
     ),
     # spatial batch norm
     m(
+        "sbn backward: dx moved back without the transpose",
+        SBN,
+        {"spatial_batchnorm"},
+        (
+            "return dx.reshape(N, H, W, C).transpose(0, 3, 1, 2), dgamma, dbeta",
+            "return dx.reshape(N, C, H, W), dgamma, dbeta",
+        ),
+    ),
+    m(
         "sbn: flattened without moving the channels last",
         SBN,
         {"spatial_batchnorm"},
@@ -193,6 +220,28 @@ MUTANTS = [
         ("dflat = dout.transpose(0, 2, 3, 1).reshape(-1, C)", "dflat = dout.reshape(-1, C)"),
     ),
     # SmallConvNet
+    m(
+        "net: He's fan-in of the convolution as C, not C * 3 * 3",
+        NET,
+        {"convnet_training"},
+        ("np.sqrt(2 / (C * 9))", "np.sqrt(2 / C)"),
+    ),
+    m(
+        "net: every weight at scale 0.01",
+        NET,
+        {"convnet_training"},
+        ("* np.sqrt(2 / (C * 9))", "* 0.01"),
+        ("* np.sqrt(2 / hidden)", "* 0.01"),
+    ),
+    m(
+        "net: the regulariser without its 1/2",
+        NET,
+        {"convnet_training"},
+        (
+            "loss += 0.5 * self.reg * np.sum(p[name] ** 2)",
+            "loss += self.reg * np.sum(p[name] ** 2)",
+        ),
+    ),
     m(
         "net: no relu",
         NET,
@@ -229,6 +278,8 @@ def conv_forward_naive(x, w, b, conv_param):
     stride, pad = conv_param["stride"], conv_param["pad"]
     N, C, H, W = x.shape
     F, _, HH, WW = w.shape
+    if (H + 2 * pad - HH) % stride or (W + 2 * pad - WW) % stride:
+        raise ValueError("the filter does not tile the padded input")
     H_out = 1 + (H + 2 * pad - HH) // stride
     W_out = 1 + (W + 2 * pad - WW) // stride
     x_pad = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
@@ -263,6 +314,8 @@ def conv_forward_naive(x, w, b, conv_param):
     s, p = conv_param["stride"], conv_param["pad"]
     N, C, H, W = x.shape
     F, _, HH, WW = w.shape
+    if (H + 2 * p - HH) % s or (W + 2 * p - WW) % s:
+        raise ValueError(f"a {HH}x{WW} filter, stride {s}, does not tile {H}x{W} + {p}")
     Ho, Wo = (H + 2 * p - HH) // s + 1, (W + 2 * p - WW) // s + 1
     xp = np.zeros((N, C, H + 2 * p, W + 2 * p))
     xp[:, :, p : p + H, p : p + W] = x

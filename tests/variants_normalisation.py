@@ -17,6 +17,22 @@ TRAINING = "normalised_training"
 MUTANTS = [
     # batchnorm_forward
     m(
+        "bn forward: the unbiased variance (N - 1) in the normalisation",
+        BNF,
+        {"batchnorm_forward", "batchnorm_backward", "batchnorm_backward_alt", "finished_net"},
+        ("var = np.mean(centred**2, axis=0)", "var = np.sum(centred**2, axis=0) / (len(x) - 1)"),
+    ),
+    m(
+        "bn forward: an unknown mode runs as test mode (no ValueError)",
+        BNF,
+        {"batchnorm_forward"},
+        ('    elif mode == "test":\n', "    else:\n"),
+        (
+            '    else:\n        raise ValueError(f"bn_param',
+            '    if False:\n        raise ValueError(f"bn_param',
+        ),
+    ),
+    m(
         "bn forward: variance as mean(x**2) - mu**2",
         BNF,
         {"batchnorm_forward"},
@@ -85,6 +101,12 @@ MUTANTS = [
         ("dvar = dstd / (2 * std)", "dvar = dstd / std"),
     ),
     # batchnorm_backward_alt
+    m(
+        "bn alt: N - 1 in the closed form",
+        BNA,
+        {"batchnorm_backward_alt", "finished_net"},
+        ("    N = dout.shape[0]\n", "    N = dout.shape[0] - 1\n"),
+    ),
     m(
         "bn alt: the x_hat term missing",
         BNA,
@@ -173,6 +195,16 @@ MUTANTS = [
         ("np.sum(dout * x_hat, axis=0)", "np.sum(dout * x_hat, axis=1)"),
     ),
     # dropout_forward
+    m(
+        "dropout: an unknown mode runs as test mode (no ValueError)",
+        DF,
+        {"dropout_forward"},
+        ('    elif mode == "test":\n', "    else:\n"),
+        (
+            '    else:\n        raise ValueError(f"dropout_param',
+            '    if False:\n        raise ValueError(f"dropout_param',
+        ),
+    ),
     m(
         "dropout: p read as the probability of dropping (PyTorch's)",
         DF,
@@ -686,7 +718,22 @@ class FullyConnectedNet(FullyConnectedNet04):
 
 EXPECTED_SURVIVORS: set[str] = set()
 
+LN_BACKWARD_PER_ROW_JACOBIAN = {
+    LNB: '''\
+def layernorm_backward(dout, cache):
+    """Per row, the closed-form Jacobian of x_hat: (I - 1/D - x_hat x_hat^T / D) / std."""
+    x_hat, std, gamma = cache
+    N, D = dout.shape
+    dx = np.empty_like(dout, dtype=float)
+    for i in range(N):
+        J = (np.eye(D) - 1.0 / D - np.outer(x_hat[i], x_hat[i]) / D) / std[i, 0]
+        dx[i] = J @ (dout[i] * gamma)
+    return dx, np.sum(dout * x_hat, axis=0), dout.sum(axis=0)
+''',
+}
+
 ALTERNATES = [
+    Alternate("layer norm backward as a per-row Jacobian", LN_BACKWARD_PER_ROW_JACOBIAN),
     Alternate("batch norm with np.var and a dict cache", BN_VAR_DICT),
     Alternate("batch norm keeping x, stage by stage", BN_KEEP_X),
     Alternate("layer norm on the transpose", LN_TRANSPOSED),

@@ -42,6 +42,17 @@ MUTANTS = [
     ),
     # rnn sequence
     m(
+        "rnn sequence: h stored one step late (h[:, t] is the state before step t)",
+        RQ,
+        {"rnn_sequence", TRAINING},
+        (
+            "prev_h, step_cache = rnn_step_forward(x[:, t], prev_h, Wx, Wh, b)\n"
+            "        h[:, t] = prev_h",
+            "h[:, t] = prev_h\n"
+            "        prev_h, step_cache = rnn_step_forward(x[:, t], prev_h, Wx, Wh, b)",
+        ),
+    ),
+    m(
         "rnn sequence: the gradient from the next step dropped",
         RQ,
         {"rnn_sequence", TRAINING},
@@ -67,6 +78,15 @@ MUTANTS = [
         ),
     ),
     # lstm step
+    m(
+        "lstm step: sigmoid as 1 / (1 + exp(-a)) (overflows and warns at -800)",
+        LS,
+        {"lstm_step"},
+        (
+            "    e = np.exp(-np.abs(a))\n    return np.where(a >= 0, 1 / (1 + e), e / (1 + e))",
+            "    return 1 / (1 + np.exp(-a))",
+        ),
+    ),
     m(
         "lstm step: PyTorch's gate order i, f, g, o",
         LS,

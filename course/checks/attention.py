@@ -14,6 +14,7 @@ import numpy as np
 
 from course.checks.common import (
     BY_HAND_RULE,
+    WRONG_VALUE_CAP,
     away_from_zero,
     centred_error,
     gradient_observation,
@@ -104,6 +105,7 @@ register(
             "out": Rule(
                 "softmax for",
                 rtol=1e-10,
+                cap=WRONG_VALUE_CAP,
                 hint="exp(x - max) / sum(exp(x - max)) along `axis` (keepdims=True): without "
                 "the shift, scores near 1e3 overflow; the max and the sum along the same axis.",
             )
@@ -172,6 +174,7 @@ register(
             "out": Rule(
                 "attention output with",
                 rtol=1e-8,
+                cap=WRONG_VALUE_CAP,
                 hint="softmax(q k^T / sqrt(d)) v with d = q.shape[-1] (not dv, not Tk); "
                 "k^T swaps the last two axes only; where the mask is False the score is "
                 "-inf (True means: may attend), and the softmax runs over the keys (axis -1).",
@@ -218,6 +221,7 @@ register(
             "dq": Rule(
                 "dq with",
                 rtol=1e-7,
+                cap=WRONG_VALUE_CAP,
                 hint="dq = ds k / sqrt(d), ds = p * (dp - sum(dp * p, axis=-1)), dp = dout v^T.",
                 requires="byhand",
             ),
@@ -225,9 +229,20 @@ register(
                 "dk with",
                 rtol=1e-7,
                 hint="dk = ds^T q / sqrt(d) (swap the last two axes).",
+                hint_unless=(
+                    (
+                        "dq",
+                        "dq is off too, and both come from ds: the softmax's Jacobian, "
+                        "ds = p * (dp - sum(dp * p, axis=-1, keepdims=True)), dp = dout v^T, "
+                        "summed over the keys (the last axis), not only its diagonal p * (1 - p).",
+                    ),
+                ),
+                cap=WRONG_VALUE_CAP,
                 requires="byhand",
             ),
-            "dv": Rule("dv with", rtol=1e-7, hint="dv = p^T dout.", requires="byhand"),
+            "dv": Rule(
+                "dv with", rtol=1e-7, hint="dv = p^T dout.", cap=WRONG_VALUE_CAP, requires="byhand"
+            ),
             "selfcheck": Rule(
                 SELFCHECK,
                 kind="below",
@@ -368,6 +383,7 @@ register(
             "out": Rule(
                 "multi-head output for",
                 rtol=1e-8,
+                cap=WRONG_VALUE_CAP,
                 weight=2,
                 hint="Q = x Wq split along D in order: reshape (N, T, H, D/H) then transpose "
                 "to (N, H, T, D/H) (reshape (N, H, T, D/H) alone keeps the shape and mixes "
@@ -438,7 +454,13 @@ register(
             "forward": Rule("multi-head output (forward) for", rtol=1e-8, weight=0.5),
             "byhand": BY_HAND_RULE,
             **{
-                f"d{n}": Rule(f"d{n} for", rtol=1e-7, hint=MHA_BACKWARD_HINT, requires="byhand")
+                f"d{n}": Rule(
+                    f"d{n} for",
+                    rtol=1e-7,
+                    hint=MHA_BACKWARD_HINT,
+                    cap=WRONG_VALUE_CAP,
+                    requires="byhand",
+                )
                 for n in ("x", "Wq", "Wk", "Wv", "Wo")
             },
             "selfcheck": Rule(
@@ -607,18 +629,21 @@ register(
                 "block output for",
                 rtol=1e-8,
                 weight=2,
+                cap=WRONG_VALUE_CAP,
                 hint="pre-LN: h = x + MHA(LN1(x)), out = h + relu(LN2(h) W1 + b1) W2 + b2; "
                 "the residuals add x and h themselves, not their normalised copies.",
             ),
             "dx": Rule(
                 "dx for",
                 rtol=1e-7,
+                cap=WRONG_VALUE_CAP,
                 hint="dx = dh (the residual) + LN1's backward of what comes back through "
                 "attention; dh = dout + LN2's backward of the MLP's gradient.",
             ),
             "grad": Rule(
                 "gradient of",
                 rtol=1e-7,
+                cap=WRONG_VALUE_CAP,
                 hint="each parameter's gradient summed over N and T (flatten to (N T, D)).",
             ),
             "selfcheck": Rule(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from course.gradcheck import relative_errors
-from course.grader.model import ROUNDING_RTOL, Rule
+from course.grader.model import NUDGED_FORWARD_OFF, ROUNDING_RTOL, Rule
 from course.grader.probe import nudged
 
 STEP = 1e-5  # the step of course.grader.probe.nudged, unless a probe says otherwise
@@ -23,6 +23,11 @@ STEP = 1e-5  # the step of course.grader.probe.nudged, unless a probe says other
 # So elements below this fraction of the largest are measured against that fraction of
 # it; a wrong gradient is still off by far more.
 SCALE_FLOOR = 1e-3
+
+# A wrong output or a wrong gradient caps its grade cell at half its points (Rule.cap),
+# however many of the cell's other sub-checks pass: one wrong value must not earn most of
+# the cell (issue 37: a state stored one step late kept 2.3 of 3).
+WRONG_VALUE_CAP = 0.5
 
 
 def rounding_aware_error(got, want) -> float:
@@ -148,14 +153,12 @@ def centred_error(h: float = STEP, forward_is_the_references: bool = True):
         want = np.asarray(want, dtype=np.float64)
         if forward_is_the_references and want.shape != got.shape:
             return float("inf")
-        if forward_is_the_references and rounding_aware_error(got[1:], want[1:]) > (
-            NUDGED_FORWARD_RTOL
-        ):
-            return (
-                "your forward values at the nudged inputs are not a correct forward "
-                "pass's (does your code answer differently when it is called again, or "
-                "while it is being checked?)"
-            )
+        if forward_is_the_references:
+            off = rounding_aware_error(got[1:], want[1:])
+            if off > NUDGED_FORWARD_RTOL:
+                # The judge says why (course.grader.judge.judge): a forward that is off
+                # everywhere, or one right at x that answers otherwise while nudged.
+                return f"{NUDGED_FORWARD_OFF} (relative error {off:.1e})"
         return rounding_aware_error(got[0], (got[1] - got[2]) / (2 * h))
 
     return measure

@@ -16,12 +16,14 @@ import time
 import numpy as np
 
 from course.checks.common import (
+    WRONG_VALUE_CAP,
     away_from_zero,
     centred_error,
     clear_of_kinks,
     gradient_observation,
     stacked,
 )
+from course.checks.multilayer import drawn_with, moments
 from course.checks.normalisation import CARRIED_03
 from course.data import digits
 from course.grader.model import Assignment, Broken, Check, Rule, register
@@ -164,7 +166,17 @@ def probe_conv_forward_naive(student, rng, out):
         return first, np.stack([first, second])
 
     out.record([f"out:{EQUIVARIANCE}", f"equivariance:{EQUIVARIANCE}"], shifted)
+    # A 3x3 filter, stride 2, no padding, on an even height: (H - 3) % 2 != 0.
+    untiled = rng.standard_normal(
+        (N, C, 2 * int(rng.integers(3, 6)), 2 * int(rng.integers(2, 5)) + 1)
+    )
+    out.record(
+        f"tiling:{UNTILED}",
+        lambda: forward(untiled.copy(), w.copy(), b.copy(), {"stride": 2, "pad": 0})[0],
+    )
 
+
+UNTILED = "a 3x3 filter, stride 2, pad 0, on an even height (it does not tile)"
 
 CONV_OUT_HINT = (
     "out[n, f, i, j] = b[f] + sum(w[f] * x_pad[n, :, i*stride : i*stride + HH, "
@@ -180,7 +192,15 @@ register(
         points=3,
         probe=probe_conv_forward_naive,
         rules={
-            "out": Rule("output for", rtol=1e-10, hint=CONV_OUT_HINT),
+            "out": Rule("output for", rtol=1e-10, hint=CONV_OUT_HINT, cap=WRONG_VALUE_CAP),
+            # Raising on every call fails the rest (and caps the cell): weighed lightly.
+            "tiling": Rule(
+                "",
+                raises="ValueError",
+                weight=0.5,
+                hint="if (H + 2 pad - HH) or (W + 2 pad - WW) is not a multiple of the "
+                "stride, raise a ValueError (the exercise says so).",
+            ),
             "equivariance": Rule(
                 "largest gap between convolving a shifted input and shifting the output, on "
                 "interior pixels, relative to the output's size, for",
@@ -254,15 +274,22 @@ GRADIENT_RULES = {
     "dx": Rule(
         "gradient dx for",
         rtol=1e-9,
+        cap=WRONG_VALUE_CAP,
         hint="each output pixel adds dout[n, f, i, j] * w[f] to the window of x_pad it read; "
         "windows overlap, so accumulate (+=), then cut the padding off.",
     ),
     "dw": Rule(
         "gradient dw for",
         rtol=1e-9,
+        cap=WRONG_VALUE_CAP,
         hint="dw[f] accumulates dout[n, f, i, j] times the window of x_pad, over n, i and j.",
     ),
-    "db": Rule("gradient db for", rtol=1e-9, hint="db sums dout over n, i and j (axes 0, 2, 3)."),
+    "db": Rule(
+        "gradient db for",
+        rtol=1e-9,
+        cap=WRONG_VALUE_CAP,
+        hint="db sums dout over n, i and j (axes 0, 2, 3).",
+    ),
 }
 
 register(
@@ -341,12 +368,14 @@ register(
             "out": Rule(
                 "max_pool_forward_naive output for",
                 rtol=1e-12,
+                cap=WRONG_VALUE_CAP,
                 hint="the maximum of x[n, c, i*stride : i*stride + pool_height, "
                 "j*stride : j*stride + pool_width]; H' = 1 + (H - pool_height) // stride.",
             ),
             "dx": Rule(
                 "max_pool_backward_naive dx for",
                 rtol=1e-12,
+                cap=WRONG_VALUE_CAP,
                 hint="dout[n, c, i, j] goes to the position of its window's maximum only; "
                 "overlapping windows accumulate (+=).",
             ),
@@ -439,6 +468,7 @@ register(
             "out": Rule(
                 "conv_forward_fast output for",
                 rtol=1e-10,
+                cap=WRONG_VALUE_CAP,
                 hint="the same result as the naive pair: im2col columns in the order of "
                 "w.reshape(F, -1), the output back to (N, F, H', W').",
             ),
@@ -684,6 +714,17 @@ def _bn_cases(rng):
     return cases
 
 
+LAYOUT_HINT = (
+    "the output is off too: a layout slip? move C last before reshaping, "
+    "x.transpose(0, 2, 3, 1).reshape(-1, C), and back after (a plain reshape to (N*H*W, C) "
+    "mixes channels and pixels)."
+)
+BACKWARD_LAYOUT_HINT = (
+    "dx is off too: a layout slip? reshape dout as the forward reshaped x, "
+    "dout.transpose(0, 2, 3, 1).reshape(-1, C), and move dx's C back after."
+)
+
+
 def probe_spatial_batchnorm(student, rng, out):
     forward, backward = student.spatial_batchnorm_forward, student.spatial_batchnorm_backward
     for label, x in _bn_cases(rng):
@@ -742,6 +783,7 @@ register(
             "out": Rule(
                 "output in",
                 rtol=1e-9,
+                cap=WRONG_VALUE_CAP,
                 hint="normalise each channel over N, H and W together: move C last, reshape "
                 "to (N*H*W, C), batchnorm_forward, and move C back.",
             ),
@@ -752,9 +794,27 @@ register(
                 "over N, H and W (biased variance), stored back into bn_param.",
             ),
             "forward": Rule("forward output (train mode) for", rtol=1e-9, weight=0.5),
-            "dx": Rule("gradient dx for", rtol=1e-8, hint="reshape dout like x in the forward."),
-            "dgamma": Rule("gradient dgamma for", rtol=1e-8, hint="sum over N, H and W."),
-            "dbeta": Rule("gradient dbeta for", rtol=1e-8, hint="sum over N, H and W."),
+            "dx": Rule(
+                "gradient dx for",
+                rtol=1e-8,
+                hint="reshape dout like x in the forward.",
+                cap=WRONG_VALUE_CAP,
+                hint_unless=(("forward", LAYOUT_HINT),),
+            ),
+            "dgamma": Rule(
+                "gradient dgamma for",
+                rtol=1e-8,
+                hint="sum over N, H and W.",
+                cap=WRONG_VALUE_CAP,
+                hint_unless=(("forward", LAYOUT_HINT), ("dx", BACKWARD_LAYOUT_HINT)),
+            ),
+            "dbeta": Rule(
+                "gradient dbeta for",
+                rtol=1e-8,
+                hint="sum over N, H and W.",
+                cap=WRONG_VALUE_CAP,
+                hint_unless=(("forward", LAYOUT_HINT), ("dx", BACKWARD_LAYOUT_HINT)),
+            ),
             "selfcheck": Rule(
                 "dx, dgamma, dbeta against centred differences of your own forward, for",
                 kind="below",
@@ -811,6 +871,21 @@ def convnet_distance(params: dict, X) -> float:
     return float(min(np.abs(pre).min(), gaps.min()))
 
 
+def he_drawn(got, want):
+    """measure: one weight's (mean, std, shape) against He's N(0, 2 / fan-in), the fan-in
+    read from the reference run's shape: (F, C, HH, WW) has C * HH * WW, (D, classes) D."""
+    shape = np.asarray(want, dtype=np.float64)[2:]
+    fan_in = float(np.prod(shape[1:])) if len(shape) == 4 else float(shape[0])
+    verdict = drawn_with(np.sqrt(2 / fan_in))(got, want)
+    return (
+        verdict
+        if verdict is True or "shape" in verdict
+        else (
+            "not drawn from N(0, 2 / fan-in) (the sample's mean or standard deviation is far off)"
+        )
+    )
+
+
 def _convnet_with(student, shape, F, classes, params, reg):
     net = student.SmallConvNet(input_dim=shape, num_filters=F, num_classes=classes, reg=reg, seed=0)
     for name, value in params.items():
@@ -835,6 +910,23 @@ def probe_convnet(student, rng, out):
         return np.concatenate([np.shape(net.params[n]) for n in names]).astype(float)
 
     out.record("shapes:of W1, b1, W2, b2", construction)
+
+    # He's initialisation, judged by each weight's sample statistics (any generator, any
+    # draw order): sizes from the (secret) seed, at least 648 entries per weight.
+    C0, F0, H0, W0 = (
+        int(rng.integers(3, 6)),
+        int(rng.integers(24, 32)),
+        *(2 * v for v in _distinct(rng, 4, 7, 2)),
+    )
+    init_seed = int(rng.integers(1 << 30))
+
+    def initial():
+        net = student.SmallConvNet(
+            input_dim=(C0, H0, W0), num_filters=F0, num_classes=10, seed=init_seed
+        )
+        return moments(net.params["W1"]), moments(net.params["W2"])
+
+    out.record(["init:W1 (fan-in C * 3 * 3)", "init:W2 (fan-in F * H/2 * W/2)"], initial)
     out.record(
         "scores:on hidden weights",
         lambda: _convnet_with(student, shape, F, classes, params, 0.0).loss(X.copy()),
@@ -899,19 +991,30 @@ register(
                 rtol=0,
                 hint="W1 (F, C, 3, 3), b1 (F,), W2 (F * (H // 2) * (W // 2), classes), b2.",
             ),
+            "init": Rule(
+                "initial",
+                kind="true",
+                weight=2,
+                hint="He's rule per layer: W1 from N(0, 2 / (C * 3 * 3)) (the fan-in of a "
+                "convolution is C * HH * WW, not C), W2 from N(0, 2 / (F * H/2 * W/2)).",
+                measure=he_drawn,
+            ),
             "scores": Rule(
                 "scores",
                 rtol=1e-9,
+                cap=WRONG_VALUE_CAP,
                 hint="conv (stride 1, pad 1) - relu - 2x2 max pool (stride 2) - affine.",
             ),
             "loss": Rule(
                 "loss",
                 rtol=1e-9,
+                cap=WRONG_VALUE_CAP,
                 hint="softmax loss plus 0.5 * reg * (sum(W1**2) + sum(W2**2)), not the biases.",
             ),
             "grad": Rule(
                 "gradient of",
                 rtol=1e-8,
+                cap=WRONG_VALUE_CAP,
                 hint="backpropagate through affine, pool, relu and conv in reverse; the "
                 "regulariser adds reg * W.",
             ),

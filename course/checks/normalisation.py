@@ -16,6 +16,7 @@ import numpy as np
 
 from course.checks.common import (
     BY_HAND_RULE,
+    WRONG_VALUE_CAP,
     away_from_zero,
     centred_error,
     clear_of_kinks,
@@ -55,6 +56,28 @@ CARRIED_03 = {
     "affine_backward": "affine_backward",
     "relu": "relu_forward or relu_backward",
     "softmax_loss": "softmax_loss",
+}
+
+
+# What the later checks of this notebook run of its earlier functions (Check.builds_on), the
+# most basic first: a backward pass runs its forward in train mode; the network runs every
+# layer (the test-mode scores read batch norm's running averages). The error contracts
+# ("mode") are no part of what they run.
+BN_TRAIN = {"out": "batchnorm_forward", "scale": "batchnorm_forward"}
+NORMALISATION_LAYERS = {
+    "batchnorm_forward": {
+        k: "batchnorm_forward" for k in ("out", "running", "test", "unchanged", "scale")
+    },
+    "batchnorm_backward_alt": "batchnorm_backward_alt",
+    "layernorm_forward": "layernorm_forward",
+    "layernorm_backward": "layernorm_backward",
+}
+WITH_LAYERS = {
+    **NORMALISATION_LAYERS,
+    "dropout_forward": {
+        k: "dropout_forward" for k in ("kept", "rows", "columns", "redraw", "scale", "seed", "test")
+    },
+    "dropout_backward": "dropout_backward",
 }
 
 
@@ -172,6 +195,10 @@ def probe_batchnorm_forward(student, rng, out):
         return first, np.stack([np.asarray(first, dtype=np.float64), second])
 
     out.record(["out:x and 100 x", "scale:x and 100 x"], rescaled)
+    out.record(
+        "mode:'eval', an unknown mode",
+        lambda: forward(x.copy(), *_copies(gamma, beta), {"mode": "eval"})[0],
+    )
 
 
 register(
@@ -185,6 +212,7 @@ register(
                 "output in",
                 rtol=1e-8,
                 weight=2,
+                cap=WRONG_VALUE_CAP,
                 hint="normalise each column by its batch mean and biased variance, "
                 "(x - mu) / sqrt(var + eps), computing var from the centred values "
                 "(mean(x**2) - mu**2 cancels when |mu| >> std), then gamma * x_hat + beta.",
@@ -199,6 +227,7 @@ register(
             "test": Rule(
                 "test mode:",
                 rtol=1e-10,
+                cap=WRONG_VALUE_CAP,
                 hint="in test mode normalise with bn_param's running averages and eps.",
             ),
             # Credited only with the test-mode output: leaving them alone is easy.
@@ -207,6 +236,13 @@ register(
                 rtol=1e-10,
                 hint="test mode must leave bn_param's running averages as they were.",
                 requires="test",
+            ),
+            # Raising on every call fails the rest (and caps the cell): weighed lightly.
+            "mode": Rule(
+                "bn_param['mode'] =",
+                raises="ValueError",
+                weight=0.5,
+                hint="a mode other than 'train' or 'test' raises a ValueError (the API).",
             ),
             "scale": Rule(
                 "change of the train-mode output between",
@@ -265,12 +301,22 @@ def norm_backward_rules(hint: str, sum_words: str, axis: int) -> dict[str, Rule]
     return {
         "forward": Rule("forward output (train mode) for", rtol=1e-8, weight=0.5, hint=""),
         "byhand": BY_HAND_RULE,
-        "dx": Rule("dx for", rtol=1e-7, weight=2, hint=hint, requires="byhand"),
+        "dx": Rule(
+            "dx for", rtol=1e-7, weight=2, hint=hint, cap=WRONG_VALUE_CAP, requires="byhand"
+        ),
         "dgamma": Rule(
-            "dgamma for", rtol=1e-8, hint="sum over the batch of dout * x_hat.", requires="byhand"
+            "dgamma for",
+            rtol=1e-8,
+            hint="sum over the batch of dout * x_hat.",
+            cap=WRONG_VALUE_CAP,
+            requires="byhand",
         ),
         "dbeta": Rule(
-            "dbeta for", rtol=1e-8, hint="sum over the batch of dout.", requires="byhand"
+            "dbeta for",
+            rtol=1e-8,
+            hint="sum over the batch of dout.",
+            cap=WRONG_VALUE_CAP,
+            requires="byhand",
         ),
         "selfcheck": Rule(
             "gradients against centred differences of your own forward pass, for",
@@ -303,6 +349,7 @@ for name, points in (("batchnorm_backward", 3), ("batchnorm_backward_alt", 2)):
             notebook=NOTEBOOK,
             points=points,
             probe=norm_backward_probe("batchnorm_forward", name, {"mode": "train"}),
+            builds_on={"batchnorm_forward": BN_TRAIN},
             rules=norm_backward_rules(BN_BACKWARD_HINT, "the sum of dx over the batch", 0),
         )
     )
@@ -351,6 +398,7 @@ register(
                 "output for",
                 rtol=1e-8,
                 weight=2,
+                cap=WRONG_VALUE_CAP,
                 hint="normalise each row (axis=1, keepdims=True) by its mean and biased "
                 "variance, (x - mu) / sqrt(var + eps), then gamma * x_hat + beta.",
             ),
@@ -373,6 +421,7 @@ register(
         notebook=NOTEBOOK,
         points=2,
         probe=norm_backward_probe("layernorm_forward", "layernorm_backward", {}),
+        builds_on={"layernorm_forward": "layernorm_forward"},
         rules=norm_backward_rules(
             "as batch norm's closed form, with the sums over each row (axis=1) and D in "
             "place of N; dgamma and dbeta still sum over the batch.",
@@ -474,6 +523,10 @@ def probe_dropout_forward(student, rng, out):
             f"test:{label}",
             lambda small=small, p=p: forward(small.copy(), {"mode": "test", "p": p})[0],
         )
+        out.record(
+            f"mode:'eval', an unknown mode, {label}",
+            lambda small=small, p=p: forward(small.copy(), {"mode": "eval", "p": p})[0],
+        )
 
 
 def _mask_rule(what, hint, measure, weight=1.0):
@@ -515,6 +568,7 @@ register(
                 "smallest and largest kept output / input,",
                 rtol=1e-9,
                 weight=2,
+                cap=WRONG_VALUE_CAP,
                 hint="inverted dropout: the kept units are divided by p, x * mask / p.",
             ),
             "seed": Rule(
@@ -523,6 +577,13 @@ register(
                 hint="call np.random.seed(seed) before drawing, when the seed is given.",
                 measure=seeded,
                 requires="scale",
+            ),
+            # Raising on every call fails the rest (and caps the cell): weighed lightly.
+            "mode": Rule(
+                "dropout_param['mode'] =",
+                raises="ValueError",
+                weight=0.5,
+                hint="a mode other than 'train' or 'test' raises a ValueError (the API).",
             ),
             # Credited only with the train mode's scaling: the identity passes test mode.
             "test": Rule(
@@ -602,6 +663,7 @@ register(
                 weight=2,
                 hint="dx = dout * mask / p, with the mask (and the 1 / p) of the forward pass.",
                 requires="run",
+                cap=WRONG_VALUE_CAP,
                 measure=_dx_through_mask,
                 uses="run",
             ),
@@ -877,7 +939,7 @@ register(
         notebook=NOTEBOOK,
         points=4,
         probe=probe_fully_connected_net,
-        builds_on=CARRIED_03,
+        builds_on={**CARRIED_03, **WITH_LAYERS},
         rules={
             "shapes": Rule(
                 "parameter shapes with",
@@ -901,12 +963,14 @@ register(
             "loss": Rule(
                 "loss with",
                 rtol=1e-9,
+                cap=WRONG_VALUE_CAP,
                 hint="affine - norm - relu - dropout for each hidden layer; the softmax loss "
                 "plus 0.5 * reg * sum of every W_l**2 (not gammas, betas or biases).",
             ),
             "grad": Rule(
                 "gradient of",
                 rtol=1e-7,
+                cap=WRONG_VALUE_CAP,
                 hint="backpropagate in reverse: dropout, relu, the normalisation (its dgamma "
                 "and dbeta), then affine; the regulariser adds reg * W_l.",
             ),
@@ -965,10 +1029,15 @@ register(
 
 # ------------------------------------------------------------------- training
 
-TRAIN_EPOCHS = 30
+# Training amplifies rounding: correct implementations (the alternates, a per-row Jacobian
+# and a staged layer-norm backward, five seeds, numpy's AVX-512 kernels on and off) agree
+# within 5e-11 over the first 30 steps, 1e-6 by step 40, and up to 0.3 (the curve) and 1.0
+# (the scores) after 30 epochs (issue 37). So: 6 epochs (24 to 30 steps), and a band 1e4
+# times the measured spread; every mutant departs by far more (measured: tests/variants).
+TRAIN_EPOCHS = 6
 TRAIN_BATCH = 16
 TRAIN_LEARNING_RATE = 0.1
-LOSS_BAND = 1e-6  # relative, at every step: correct code differs only by rounding order
+LOSS_BAND = 1e-6  # relative, at every step
 
 
 def _plain_sgd(w, dw, config):
@@ -1009,7 +1078,7 @@ register(
         notebook=NOTEBOOK,
         points=3,
         probe=probe_normalised_training,
-        builds_on=CARRIED_03,
+        builds_on={**CARRIED_03, **NORMALISATION_LAYERS},  # no dropout in training
         rules={
             "loss": Rule(
                 "training loss",

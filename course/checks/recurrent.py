@@ -12,6 +12,7 @@ import numpy as np
 
 from course.checks.common import (
     BY_HAND_RULE,
+    WRONG_VALUE_CAP,
     as_given,
     centred_error,
     flat,
@@ -130,12 +131,19 @@ def layer_rules(
     observes it; a loss that returns its own gradient is not a backward pass)."""
     hand = ("byhand",) if by_hand else ()
     rules = {
-        key: Rule(f"{words} for", rtol=1e-9, weight=1, hint=hints.get(key, ""))
+        key: Rule(f"{words} for", rtol=1e-9, weight=1, hint=hints.get(key, ""), cap=WRONG_VALUE_CAP)
         for key, words in outputs.items()
     }
     if by_hand:
         rules["byhand"] = BY_HAND_RULE
-    rules["grad"] = Rule("gradient", rtol=1e-7, weight=2, hint=hints.get("grad", ""), requires=hand)
+    rules["grad"] = Rule(
+        "gradient",
+        rtol=1e-7,
+        weight=2,
+        hint=hints.get("grad", ""),
+        cap=WRONG_VALUE_CAP,
+        requires=hand,
+    )
     rules["selfcheck"] = Rule(
         f"{what} gradients against centred differences of your own forward pass, for",
         kind="below",
@@ -339,6 +347,14 @@ def probe_lstm_step(student, rng, out):
 
     out.record(["out:pre-activations near +-800", "cell:pre-activations near +-800"], extreme)
 
+    def warned():
+        # The notebook: sigmoid "neither overflows nor warns at a = +-800". A warning the
+        # probe would swallow is raised instead, and fails this key.
+        with np.errstate(over="raise", divide="raise", invalid="raise"):
+            return extreme()[0]
+
+    out.record("quiet:pre-activations near +-800", warned)
+
 
 LSTM_HINTS = {
     "out": "a = x @ Wx + prev_h @ Wh + b split in the order i, f, o, g (not PyTorch's i, f, "
@@ -358,6 +374,13 @@ register(
         probe=probe_lstm_step,
         rules={
             **layer_rules("lstm step", LSTM_HINTS, {"out": "next_h", "cell": "next_c"}),
+            "quiet": Rule(
+                "next_h, with floating-point warnings raised, for",
+                rtol=1e-9,
+                weight=0.5,
+                hint="sigmoid must neither overflow nor warn: exp of -|a| only "
+                "(1 / (1 + exp(-a)) computes exp(800)).",
+            ),
         },
     )
 )

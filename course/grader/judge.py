@@ -12,6 +12,7 @@ import numpy as np
 
 from course.gradcheck import relative_errors
 from course.grader.model import (
+    NUDGED_FORWARD_OFF,
     ROUNDING_RTOL,
     Broken,
     Check,
@@ -64,6 +65,12 @@ def _describe_mismatch(got: np.ndarray, want: np.ndarray, rtol: float) -> str:
 
 def judge_one(key: str, got, want, rule: Rule) -> Result:
     label = f"{rule.what} {key.partition(':')[2]}".strip()
+    if rule.raises:
+        if isinstance(got, Broken) and got.why.startswith(f"raised {rule.raises}"):
+            return Result(key, True, rule.weight)
+        did = got.why if isinstance(got, Broken) else "returned a value"
+        hint = f" Likely mistake: {rule.hint}" if rule.hint else ""
+        return Result(key, False, rule.weight, f"{label}: {did}, not a {rule.raises}.{hint}")
     if isinstance(got, Broken):
         return Result(key, False, rule.weight, f"{label}: {got.why}")
     if got is None:
@@ -112,6 +119,14 @@ def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
         rule = rule_for(check, key)
         read = f"{rule.uses}:{key.partition(':')[2]}" if rule.uses else key
         results[key] = judge_one(key, outputs.get(read, stopped), want, rule)
+    for key, result in results.items():
+        rule = rule_for(check, key)
+        for prefix, hint in rule.hint_unless if rule.hint and not result.passed else ():
+            other = results.get(f"{prefix}:{key.partition(':')[2]}")
+            if other is not None and not other.passed:
+                message = result.message.replace(rule.hint, hint)
+                results[key] = Result(key, False, rule.weight, message)
+                break
     changed = True
     while changed:  # requirements chain (a selfcheck requires the loss, which requires ...)
         changed = False
@@ -122,6 +137,27 @@ def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
             failing = [
                 n for n in needs if not getattr(results.get(f"{n}:{detail}"), "passed", False)
             ]
+            if needs and NUDGED_FORWARD_OFF in result.message:
+                label = f"{rule.what} {detail}".strip()
+                forward = needs[0]  # a self-check's first requirement is its forward pass
+                if forward not in failing:
+                    # Right at x, otherwise at x +- h: evidence of answering differently
+                    # under observation, and what differed.
+                    why = result.message.replace(
+                        NUDGED_FORWARD_OFF,
+                        f"your {forward} is right, yet your values at the nudged "
+                        "inputs are not a correct forward pass's",
+                    ).partition(" Likely mistake:")[0]
+                    why += (
+                        " Does your code answer differently when it is called again, or "
+                        "while it is being checked?"
+                    )
+                else:
+                    why = f"{label}: not credited while the {forward} check of it fails"
+                if why != result.message:
+                    results[key] = Result(key, False, rule.weight, why)
+                    changed = True
+                continue
             if result.passed and failing:
                 label = f"{rule.what} {detail}".strip()
                 why = f"{label}: not credited while the {failing[0]} check of it fails"
@@ -130,13 +166,40 @@ def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
     return list(results.values())
 
 
+def _caps(check: Check, results: list[Result]) -> list[tuple[float, str]]:
+    """(share, what) for each capped rule (Rule.cap) with a failing sub-check."""
+    found = {}
+    for r in results:
+        rule = check.rules.get(r.key.partition(":")[0])
+        if rule is not None and rule.cap is not None and not r.passed:
+            found[rule.what] = rule.cap
+    return [(share, what) for what, share in found.items()]
+
+
 def score(check: Check, results: list[Result]) -> float:
-    """Points earned: the passed share of the weights, floored to hundredths."""
+    """Points earned: the passed share of the weights, at most the smallest cap of a
+    capped rule that fails (Rule.cap), floored to hundredths."""
     total = sum(r.weight for r in results)
     if total == 0:
         return 0.0
-    earned = check.points * sum(r.weight for r in results if r.passed) / total
-    return math.floor(earned * 100 + 1e-9) / 100
+    share = sum(r.weight for r in results if r.passed) / total
+    share = min([share] + [cap for cap, _ in _caps(check, results)])
+    return math.floor(check.points * share * 100 + 1e-9) / 100
+
+
+def credit_rule(check: Check) -> str:
+    """The cell's partial-credit rule, in words (the last line of a report with failures)."""
+    capped = {}
+    for rule in check.rules.values():
+        if rule.cap is not None:
+            what = rule.what.strip(" ,:")
+            for tail in (" for", " of", " with", " in"):
+                what = what.removesuffix(tail)
+            capped.setdefault(rule.cap, []).append(what)
+    words = "  Credit: the passed share of the sub-checks' weights"
+    for cap, whats in sorted(capped.items()):
+        words += f"; a failing {' or '.join(whats)} caps the cell at {cap:.0%} of its points"
+    return words + "."
 
 
 def report(check: Check, results: list[Result], points: float, limit: int = 8) -> str:
@@ -161,6 +224,8 @@ def report(check: Check, results: list[Result], points: float, limit: int = 8) -
         else:
             first = members[0].message.partition(": ")[0]
             lines.append(f"  FAIL {len(members)} sub-checks ({first}, ...): {cause}")
+    if passed < len(results):
+        lines.append(credit_rule(check))
     return "\n".join(lines)
 
 
@@ -289,7 +354,9 @@ def carried_causes(chk: Check, carried: dict | None) -> list[str]:
                 )
             continue
         functions = functions_of(spec, [r.key for r in failed])
-        first = next((r for r in failed if functions[0] in functions_of(spec, [r.key])), failed[0])
+        named = [r for r in failed if functions[0] in functions_of(spec, [r.key])] or failed
+        # Its own failure, rather than a sub-check not credited because another failed.
+        first = ([r for r in named if "not credited while" not in r.message] or named)[0]
         why = first.message.partition(" Likely mistake:")[0].rstrip(".")
         if assignment != own:
             fix = f"fix it in {assignment}, save, then re-run this notebook's import cell"

@@ -31,6 +31,12 @@ class Broken:
 ROUNDING_RTOL = 1e-12
 
 
+# What a self-check's measure says when the student's forward values at the nudged inputs
+# are not a correct forward pass's (course.checks.common.centred_error); the judge then
+# says whether the forward is off anyway or answers otherwise only while nudged.
+NUDGED_FORWARD_OFF = "your forward values at the nudged inputs are not a correct forward pass's"
+
+
 @dataclass(frozen=True)
 class Rule:
     """How the outputs whose key starts with a prefix are judged.
@@ -66,6 +72,17 @@ class Rule:
     # key's (whose reference value is then a trusted quantity the probe computed, such as
     # an analytic gradient): measure(student's <uses> observation, reference of this key).
     uses: str | None = None
+    # If any sub-check of this rule fails, the cell earns at most this share of its points:
+    # a wrong forward or a wrong gradient must not earn most of its cell, however many
+    # other sub-checks pass (course.grader.judge.score).
+    cap: float | None = None
+    # An error contract: the observation must be the call raising this exception (its
+    # Broken record, "raised ValueError ..."), as the reference does.
+    raises: str | None = None
+    # ((prefix, hint), ...): while the sub-check "<prefix>:<same detail>" fails too, the
+    # likely mistake is the first such hint, not `hint` (a dk hint about the transpose is
+    # wrong when dq, computed from the same softmax Jacobian, is off as well).
+    hint_unless: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self):
         if self.kind not in ("close", "true", "below"):

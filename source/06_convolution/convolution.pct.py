@@ -672,35 +672,47 @@ if torch is not None:
 #
 # Each output pixel sums $C \cdot HH \cdot WW$ products, so He's rule for a convolution is
 # $\sigma = \sqrt{2 / (C \cdot HH \cdot WW)}$. Eight layers of 16 filters of 3x3 with ReLU,
-# on random 16x16 images, three seeds: the activations' standard deviation at the last
-# layer, with the right fan-in and with the channels alone (a common slip).
+# on random 16x16 images, three seeds for each rule (each its own draws): the activations'
+# standard deviation after every layer, with the right fan-in and with the channels alone
+# (a common slip), and the factor by which one layer multiplies it (the geometric mean
+# over the eight layers).
 
 
 # %%
-def last_layer_std(fan_in_of, seed, depth=8, channels=16):
+def layer_stds(fan_in_of, seed, depth=8, channels=16):
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((4, channels, 16, 16))
+    stds = [a.std()]
     for _ in range(depth):
         w = rng.standard_normal((channels, channels, 3, 3)) * np.sqrt(2 / fan_in_of(channels, 3, 3))
         a = np.maximum(0, conv_forward_fast(a, w, np.zeros(channels), same)[0])
-    return a.std()
+        stds.append(a.std())
+    return np.array(stds)
 
 
-final_std = {}
+per_layer = {}
 fan_ins = {"C * HH * WW": lambda c, hh, ww: c * hh * ww, "C only": lambda c, hh, ww: c}
-for name, fan_in_of in fan_ins.items():
-    stds = [last_layer_std(fan_in_of, seed) for seed in range(3)]
+for arm, (name, fan_in_of) in enumerate(fan_ins.items()):
+    runs = [layer_stds(fan_in_of, seed) for seed in range(3 * arm, 3 * arm + 3)]
+    factors = [(r[-1] / r[0]) ** (1 / (len(r) - 1)) for r in runs]
+    per_layer[name] = np.mean(factors)
     print(
-        f"fan-in {name:>12}: std after 8 layers {np.mean(stds):.3g} "
-        f"(3 seeds: {min(stds):.3g} to {max(stds):.3g})"
+        f"fan-in {name:>12}: std after 8 layers {np.mean([r[-1] for r in runs]):.3g}, "
+        f"each layer multiplies it by {np.mean(factors):.3f} "
+        f"(3 seeds: {min(factors):.3f} to {max(factors):.3f})"
     )
-    final_std[name] = np.mean(stds)
-print(f"ratio {final_std['C only'] / final_std['C * HH * WW']:.0f}; 3**8 = {3**8}")
+print(
+    f"per layer, C only against C * HH * WW: {per_layer['C only'] / per_layer['C * HH * WW']:.3f}"
+    " (sqrt(9) = 3 if the zero padding cost nothing)"
+)
 
 # %% [markdown]
-# With the channels alone, each layer multiplies the variance by about 9 (the filter's
-# area), its standard deviation by 3: after eight layers the activations are about $3^8$
-# times too large, as the ratio printed above measures.
+# With the channels alone, each layer multiplies the standard deviation by about 3 more
+# than He's rule does, $\sqrt{HH \cdot WW}$ (the ratio printed above, measured on
+# independent draws: it could have come out otherwise). Neither factor is exactly its
+# rule's: with He's fan-in it is a little below 1, since the zero padding feeds the border
+# pixels fewer products. After eight layers, the slip leaves activations thousands of
+# times too large.
 #
 # ## 5 · Spatial batch norm
 #
@@ -863,8 +875,9 @@ with check_it("Exercise 6.1"):
         assert error < 1e-6, f"the gradient of {name} does not match the loss"
 
 # %% nbgrader={"grade": true, "grade_id": "convnet_training", "locked": true, "points": 3, "schema_version": 3, "solution": false}
-# Hidden check (3 points): scores, loss and gradients on hidden weights, and the loss curve
-# of 30 steps of SGD on the digits from hidden weights, against the reference's band.
+# Hidden check (3 points): He's initial standard deviation of W1 and W2 for hidden sizes;
+# scores, loss and gradients on hidden weights, and the loss curve of 30 steps of SGD on
+# the digits from hidden weights, against the reference's band.
 ### BEGIN HIDDEN TESTS
 from course.grading import check
 
