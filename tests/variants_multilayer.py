@@ -8,6 +8,7 @@ AFFINE_F, AFFINE_B = "affine_forward_solution", "affine_backward_solution"
 RELU_F, RELU_B = "relu_forward_solution", "relu_backward_solution"
 SOFTMAX, SVM = "softmax_loss_solution", "svm_loss_solution"
 NET, SGD = "two_layer_net_solution", "sgd_solution"
+PRED, PREDICTIONS = "predictions_solution", "multilayer_predictions"
 TRAINING = {"two_layer_net", "two_layer_training"}
 
 MUTANTS = [
@@ -207,6 +208,32 @@ MUTANTS = [
             "dx = (dout @ w.T).reshape(x.shape)",
             "dx = (dout @ (w if w.shape[0] == w.shape[1] else w.T)).reshape(x.shape)",
         ),
+    ),
+    # predictions
+    m(
+        "predictions: the scores shrink by a, like the weights",
+        PRED,
+        {PREDICTIONS},
+        ("return a**2", "return a"),
+    ),
+    m(
+        "predictions: the gradient of W1 shrinks by a**2, like the scores",
+        PRED,
+        {PREDICTIONS},
+        ("    return a\n", "    return a**2\n"),
+    ),
+    m(
+        "predictions: the gradient of W1 unchanged (its input x is fixed)",
+        PRED,
+        {PREDICTIONS},
+        ("    return a\n", "    return 1.0\n"),
+    ),
+    m(
+        "predictions: the notebook's factor only, not the formula",
+        PRED,
+        {PREDICTIONS},
+        ("return a**2", "return 100.0"),
+        ("    return a\n", "    return 10.0\n"),
     ),
 ]
 
@@ -419,6 +446,13 @@ ALTERNATES = [
     Alternate("net walking a list of layers", {NET: NET_LAYER_LIST}),
     Alternate("sgd in place", {SGD: SGD_IN_PLACE}),
     Alternate("sgd with a copied config", {SGD: SGD_COPIED_CONFIG}),
+    Alternate(
+        "predictions computed otherwise",
+        {
+            PRED: "def predicted_score_shrink(a):\n    return a * a\n\n\n"
+            "def predicted_gradient_shrink(a):\n    return (a * a) ** 0.5\n"
+        },
+    ),
 ]
 
 # Each graded function, and the solution cells that define it.
