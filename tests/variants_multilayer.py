@@ -9,6 +9,7 @@ RELU_F, RELU_B = "relu_forward_solution", "relu_backward_solution"
 SOFTMAX, SVM = "softmax_loss_solution", "svm_loss_solution"
 NET, SGD = "two_layer_net_solution", "sgd_solution"
 PRED, PREDICTIONS = "predictions_solution", "multilayer_predictions"
+GRADIENT_RETURN = 'W1 at initialisation, weight scale sigma / a against sigma."""\n    return a'
 TRAINING = {"two_layer_net", "two_layer_training"}
 
 MUTANTS = [
@@ -220,20 +221,20 @@ MUTANTS = [
         "predictions: the gradient of W1 shrinks by a**2, like the scores",
         PRED,
         {PREDICTIONS},
-        ("    return a\n", "    return a**2\n"),
+        (GRADIENT_RETURN, GRADIENT_RETURN + "**2"),
     ),
     m(
         "predictions: the gradient of W1 unchanged (its input x is fixed)",
         PRED,
         {PREDICTIONS},
-        ("    return a\n", "    return 1.0\n"),
+        (GRADIENT_RETURN, GRADIENT_RETURN + " * 0 + 1.0"),
     ),
     m(
         "predictions: the notebook's factor only, not the formula",
         PRED,
         {PREDICTIONS},
         ("return a**2", "return 100.0"),
-        ("    return a\n", "    return 10.0\n"),
+        (GRADIENT_RETURN, GRADIENT_RETURN + " * 0 + 10.0"),
     ),
 ]
 

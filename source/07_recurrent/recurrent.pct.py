@@ -908,7 +908,13 @@ for bias in (0.0, 1.0, 2.0):
     )
 
 # %% [markdown]
-# The gradient reaches much further with $b_f = 1$. Does the LSTM then train better?
+# The forget gates measured along the way multiply to $\sigma(b_f)^{40}$ (the inputs
+# and $W_h$ are small, so each gate sits at $\sigma(b_f)$): that is the path along the
+# cell state alone. The measured ratio is 100 to 1000 times larger, so most of the
+# gradient that reaches step 0 did not go all the way along the cell state: it took
+# paths that leave it through $h$ and $W_h$ into the gates at some steps. Both grow
+# steeply with $b_f$. The gradient reaches much further with $b_f = 1$. Does the LSTM
+# then train better?
 # Part 5 trained it with both biases on the same batches for the same 200 steps, 3 seeds:
 # the training loss at the end (the mean of the last 20 steps) and the validation loss,
 # the RNN beside them.
@@ -1065,6 +1071,12 @@ for name, values in angles.items():
         f"{np.mean(values):5.1f} ± {np.std(values):.1f} degrees; global norm after clipping",
         f"{np.mean(clipped_norms[name]):.2f} ± {np.std(clipped_norms[name]):.2f}",
     )
+
+# %% [markdown]
+# Only the global norm leaves a step of exactly the limit. Clipped array by array or
+# element by element, the step is larger than the limit (the global norms printed) and
+# points elsewhere: a limit tuned for one way of clipping is not the same limit for
+# another.
 
 # %% [markdown]
 # ### The sequence length is a factor of the learning rate
