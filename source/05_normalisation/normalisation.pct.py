@@ -840,9 +840,8 @@ for batch_size, results in gap.items():
 # zeros, as in CS231n. PyTorch's `BatchNorm1d` starts `running_var` at **ones** (and
 # `running_mean` at zeros), so there the early running variance is pulled towards 1, not
 # towards 0, and the correction by $1 - 0.9^k$ below would be wrong for it. Here, from
-# zeros: after
-# $k$ steps the running mean is $(1 - 0.9^k)$ times the batch mean (if that stays
-# put): the same bias as Adam's $m$ in 04, which Adam divides away by $1 - \beta_1^t$.
+# zeros: after $k$ steps the running mean is $(1 - 0.9^k)$ times the batch mean (if that
+# stays put): the same bias as Adam's $m$ in 04, which Adam divides away by $1 - \beta_1^t$.
 # Batch norm does not, so a network evaluated after few steps normalises with statistics
 # that are too small. Measured: your prediction 1, then test-mode validation accuracy
 # against $k$, with the running averages as they are and bias-corrected as Adam would.
@@ -966,9 +965,8 @@ for batch_size in (8, 64):
     print(f"batches of {batch_size:>2}: layer norm takes {ratio:.2f}x batch norm's seconds")
 
 # %% [markdown]
-# Here layer norm matches batch norm at both batch sizes (its mean is as high or higher,
-# within the three seeds' spread), so the noisy small batches did not cost batch norm
-# the comparison either way. The seconds are of the same order; they were timed while
+# Here layer norm matches batch norm at both batch sizes: its mean is as high or higher,
+# within the three seeds' spread. The seconds are of the same order; they were timed while
 # other work may share the machine, so their ratio is this run's, not a ranking. The
 # batches of 64 end far lower than those of 8 for both: 18 steps against 149.
 #
@@ -1028,8 +1026,8 @@ for biases in (False, True):
 # %% [markdown]
 # After one dropout layer the factor is $1/p$ (up to the noise of 200 masks): what comes
 # after it is linear. Beyond one it grows with the number of dropout layers, but stays
-# below $p^{-L}$ here, and further below with biases: $p^{-L}$ is the scale of a network
-# that were linear in its masks, not a law. Either way the scores at test time are
+# below $p^{-L}$ here, and with biases further below at three layers: $p^{-L}$ is the
+# scale of a network that were linear in its masks, not a law. Either way the scores at test time are
 # larger than what training saw: the class ranking may survive, but the probabilities
 # (and the loss) do not.
 #

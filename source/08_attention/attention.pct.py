@@ -1189,8 +1189,8 @@ for label, r in decay_runs.items():
 # last layer norm's gains scale the scores, so with them shrunk the model is as often
 # right but less sure; the cross-entropy charges for that, the argmax does not. So on
 # this short run the usual rule (decay the matrices, never the gains and biases) buys a
-# lower loss, not more symbols copied right: three seeds of one budget cannot rank the
-# arms by accuracy.
+# lower loss than decaying everything, not more symbols copied right: with spreads this
+# wide, three seeds of one budget cannot rank the arms by accuracy.
 #
 # ### Precision: float64, float32, float16 and bfloat16
 #
@@ -1388,10 +1388,10 @@ print(", ".join(f"{label}: {1e3 * t:.1f} ms a step" for label, t in step_seconds
 # positions earlier in the notebook; the last line times a step of each model apart
 # from that noise (the fastest of five). A model whose step costs more gets fewer steps
 # on a budget in seconds; these runs compare equal steps, so which model wins in
-# seconds they do not measure. Reading the symbol $L$
-# positions back is one attention lookup, while the LSTM has to have squeezed all $L$ of
-# them into its state. This is one short budget on one task built for attention; it
-# says nothing about text, where 07's LSTM was trained.
+# seconds they do not measure. Reading the symbol $L$ positions back is one attention
+# lookup, while the LSTM has to have squeezed all $L$ of them into its state. This is
+# one short budget on one task built for attention; it says nothing about text, where
+# 07's LSTM was trained.
 #
 # ## What to take away
 #
@@ -1408,9 +1408,9 @@ print(", ".join(f"{label}: {1e3 * t:.1f} ms a step" for label, t in step_seconds
 #   stalled without warm-up here, and warm-up only partly rescued it; pre-LN trained
 #   either way.
 # - Weight decay on the layer norms' gains shrinks them, and the loss pays for scores
-#   that are less sure. Decaying the matrices only kept the gains and a lower loss, but
-#   in this short run it copied the fewest symbols right: measure the metric you care
-#   about, with seeds, before trusting the rule.
+#   that are less sure. Decaying the matrices only kept the gains and a lower loss than
+#   decaying everything, but in this short run it copied the fewest symbols right:
+#   measure the metric you care about, with seeds, before trusting the rule.
 # - Precision is eps: float16 and bfloat16 give attention errors of the order of their
 #   eps, and an update below about eps/2 of a weight is lost whole, so low-precision
 #   training keeps float32 master weights. Check the dtype you get: a float64 NumPy
