@@ -9,7 +9,7 @@ RELU_F, RELU_B = "relu_forward_solution", "relu_backward_solution"
 SOFTMAX, SVM = "softmax_loss_solution", "svm_loss_solution"
 NET, SGD = "two_layer_net_solution", "sgd_solution"
 PRED, PREDICTIONS = "predictions_solution", "multilayer_predictions"
-GRADIENT_RETURN = 'W1 at initialisation, weight scale sigma / a against sigma."""\n    return a'
+GRADIENT_RETURN = '|dW1| at initialisation, weight scale sigma / a over sigma."""\n    return 1 / a'
 TRAINING = {"two_layer_net", "two_layer_training"}
 
 MUTANTS = [
@@ -215,7 +215,7 @@ MUTANTS = [
         "predictions: the scores shrink by a, like the weights",
         PRED,
         {PREDICTIONS},
-        ("return a**2", "return a"),
+        ("return 1 / a**2", "return 1 / a**1"),
     ),
     m(
         "predictions: the gradient of W1 shrinks by a**2, like the scores",
@@ -233,8 +233,8 @@ MUTANTS = [
         "predictions: the notebook's factor only, not the formula",
         PRED,
         {PREDICTIONS},
-        ("return a**2", "return 100.0"),
-        (GRADIENT_RETURN, GRADIENT_RETURN + " * 0 + 10.0"),
+        ("return 1 / a**2", "return 0.01"),
+        (GRADIENT_RETURN, GRADIENT_RETURN + " * 0 + 0.1"),
     ),
 ]
 
@@ -450,8 +450,8 @@ ALTERNATES = [
     Alternate(
         "predictions computed otherwise",
         {
-            PRED: "def predicted_score_shrink(a):\n    return a * a\n\n\n"
-            "def predicted_gradient_shrink(a):\n    return (a * a) ** 0.5\n"
+            PRED: "def predicted_score_ratio(a):\n    return a**-2.0\n\n\n"
+            "def predicted_gradient_ratio(a):\n    return (1 / (a * a)) ** 0.5\n"
         },
     ),
 ]

@@ -546,15 +546,16 @@ register(
 def probe_predictions(student, rng, out):
     # Factors from the (secret) seed, three each, judged together: an answer written for
     # the notebook's factor alone (10: a number, not the formula) is right only there. From
-    # 2 to 50, a and a**2 always differ by far more than the band.
+    # 2 to 50, 1 / a and 1 / a**2 always differ by far more than the band. The answers are
+    # fractions (1 / a, not a): no function that returns its argument is right.
     factors = rng.uniform(2.0, 50.0, size=3).tolist()
     out.record(
-        "scores:factor the initial scores shrink by",
-        lambda: np.array([student.predicted_score_shrink(a) for a in factors], float),
+        "scores:initial scores at sigma / a, as a fraction of those at sigma",
+        lambda: np.array([student.predicted_score_ratio(a) for a in factors], float),
     )
     out.record(
-        "gradient:factor the gradient of W1 shrinks by",
-        lambda: np.array([student.predicted_gradient_shrink(a) for a in factors], float),
+        "gradient:gradient of W1 at sigma / a, as a fraction of that at sigma",
+        lambda: np.array([student.predicted_gradient_ratio(a) for a in factors], float),
     )
 
 

@@ -581,24 +581,26 @@ plt.show()
 # $\sigma$ in both layers, biases 0) and divide $\sigma$ by a factor $a$, with the same
 # draws otherwise:
 #
-# 1. `predicted_score_shrink(a)`: by what factor do the scores at initialisation shrink?
-# 2. `predicted_gradient_shrink(a)`: by what factor does the gradient of $W_1$ shrink?
+# 1. `predicted_score_ratio(a)`: the scores at initialisation at $\sigma / a$, as a
+#    fraction of the scores at $\sigma$ (their size, say their norm)?
+# 2. `predicted_gradient_ratio(a)`: the gradient of $W_1$ at $\sigma / a$, as a fraction
+#    of the gradient at $\sigma$?
 #
 # Measured next with your `TwoLayerNet` on the digits, $\sigma = 10^{-3}$ and $a = 10$.
 
 
 # %% nbgrader={"grade": false, "grade_id": "predictions_solution", "locked": false, "schema_version": 3, "solution": true}
-def predicted_score_shrink(a):
-    """Scores at initialisation, weight scale sigma / a against sigma."""
+def predicted_score_ratio(a):
+    """|scores| at initialisation, weight scale sigma / a over sigma."""
     ### BEGIN SOLUTION
-    return a**2
+    return 1 / a**2
     ### END SOLUTION
 
 
-def predicted_gradient_shrink(a):
-    """The gradient of W1 at initialisation, weight scale sigma / a against sigma."""
+def predicted_gradient_ratio(a):
+    """|dW1| at initialisation, weight scale sigma / a over sigma."""
     ### BEGIN SOLUTION
-    return a
+    return 1 / a
     ### END SOLUTION
 
 
@@ -624,13 +626,13 @@ for seed in (0, 1, 2):
         scores = net.loss(X_train[:200])
         _, grads = net.loss(X_train[:200], y_train[:200])
         measured[scale] = (np.linalg.norm(scores), np.linalg.norm(grads["W1"]))
-    shrinks.append(np.array(measured[1e-3]) / np.array(measured[1e-4]))
+    shrinks.append(np.array(measured[1e-4]) / np.array(measured[1e-3]))
 shrinks = np.array(shrinks)
 print(
-    f"scores shrink by {shrinks[:, 0].mean():.2f} ± {shrinks[:, 0].std():.2f}",
-    f"(you predicted {predicted_score_shrink(10)});",
-    f"the gradient of W1 by {shrinks[:, 1].mean():.2f} ± {shrinks[:, 1].std():.2f}",
-    f"(you predicted {predicted_gradient_shrink(10)})",
+    f"|scores| at 1e-4 / at 1e-3: {shrinks[:, 0].mean():.5f} ± {shrinks[:, 0].std():.5f}",
+    f"(you predicted {predicted_score_ratio(10):.5f});",
+    f"|dW1|: {shrinks[:, 1].mean():.4f} ± {shrinks[:, 1].std():.4f}",
+    f"(you predicted {predicted_gradient_ratio(10):.4f})",
 )
 
 # %% [markdown]
