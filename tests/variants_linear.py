@@ -6,6 +6,7 @@ ASSIGNMENT, NOTEBOOK = "02_linear", "linear"
 
 SVM_NAIVE, SVM_VEC = "svm_loss_naive_solution", "svm_loss_vectorized_solution"
 SOFT_NAIVE, SOFT_VEC = "softmax_loss_naive_solution", "softmax_loss_vectorized_solution"
+PRED, PREDICTIONS = "predictions_solution", "linear_predictions"
 
 MUTANTS = [
     # svm_loss_naive
@@ -157,6 +158,32 @@ MUTANTS = [
             "dW = X.T @ dscores / num_train + 4 * reg * W",
         ),
     ),
+    # predictions
+    m(
+        "predictions: log10 for the natural log",
+        PRED,
+        {PREDICTIONS},
+        ("return -np.log(eps)", "return -np.log10(eps)"),
+    ),
+    m(
+        "predictions: the regulariser's gradient reg * W (its 2 left out)",
+        PRED,
+        {PREDICTIONS},
+        ("(1 - 2 * learning_rate * reg) ** steps", "(1 - learning_rate * reg) ** steps"),
+    ),
+    m(
+        "predictions: the steps added, not compounded",
+        PRED,
+        {PREDICTIONS},
+        ("(1 - 2 * learning_rate * reg) ** steps", "1 - 2 * learning_rate * reg * steps"),
+    ),
+    m(
+        "predictions: the notebook's settings only, not the formula",
+        PRED,
+        {PREDICTIONS},
+        ("return -np.log(eps)", "return 27.631021115928547"),
+        ("return (1 - 2 * learning_rate * reg) ** steps", "return 0.017587946605721567"),
+    ),
 ]
 
 EXPECTED_SURVIVORS: set[str] = set()
@@ -291,6 +318,16 @@ ALTERNATES = [
     Alternate("softmax loops with logaddexp", {SOFT_NAIVE: SOFTMAX_NAIVE_LOGADDEXP}),
     Alternate("softmax vectorised log-sum-exp", {SOFT_VEC: SOFTMAX_VEC_LSE}),
     Alternate("softmax vectorised logaddexp.reduce", {SOFT_VEC: SOFTMAX_VEC_LOGADDEXP}),
+    Alternate(
+        "predictions computed otherwise",
+        {
+            PRED: "import math\n\n\ndef predicted_clipped_loss(eps):\n"
+            "    return math.log(1 / eps)\n\n\n"
+            "def predicted_regulariser_factor(learning_rate, reg, steps):\n"
+            "    factor = 1.0\n    for _ in range(steps):\n"
+            "        factor -= 2 * learning_rate * reg * factor\n    return factor\n"
+        },
+    ),
 ]
 
 # Each graded function, and the solution cell that defines it.

@@ -8,6 +8,8 @@ AFFINE_F, AFFINE_B = "affine_forward_solution", "affine_backward_solution"
 RELU_F, RELU_B = "relu_forward_solution", "relu_backward_solution"
 SOFTMAX, SVM = "softmax_loss_solution", "svm_loss_solution"
 NET, SGD = "two_layer_net_solution", "sgd_solution"
+PRED, PREDICTIONS = "predictions_solution", "multilayer_predictions"
+GRADIENT_RETURN = '|dW1| at initialisation, weight scale sigma / a over sigma."""\n    return 1 / a'
 TRAINING = {"two_layer_net", "two_layer_training"}
 
 MUTANTS = [
@@ -207,6 +209,32 @@ MUTANTS = [
             "dx = (dout @ w.T).reshape(x.shape)",
             "dx = (dout @ (w if w.shape[0] == w.shape[1] else w.T)).reshape(x.shape)",
         ),
+    ),
+    # predictions
+    m(
+        "predictions: the scores shrink by a, like the weights",
+        PRED,
+        {PREDICTIONS},
+        ("return 1 / a**2", "return 1 / a**1"),
+    ),
+    m(
+        "predictions: the gradient of W1 shrinks by a**2, like the scores",
+        PRED,
+        {PREDICTIONS},
+        (GRADIENT_RETURN, GRADIENT_RETURN + "**2"),
+    ),
+    m(
+        "predictions: the gradient of W1 unchanged (its input x is fixed)",
+        PRED,
+        {PREDICTIONS},
+        (GRADIENT_RETURN, GRADIENT_RETURN + " * 0 + 1.0"),
+    ),
+    m(
+        "predictions: the notebook's factor only, not the formula",
+        PRED,
+        {PREDICTIONS},
+        ("return 1 / a**2", "return 0.01"),
+        (GRADIENT_RETURN, GRADIENT_RETURN + " * 0 + 0.1"),
     ),
 ]
 
@@ -419,6 +447,13 @@ ALTERNATES = [
     Alternate("net walking a list of layers", {NET: NET_LAYER_LIST}),
     Alternate("sgd in place", {SGD: SGD_IN_PLACE}),
     Alternate("sgd with a copied config", {SGD: SGD_COPIED_CONFIG}),
+    Alternate(
+        "predictions computed otherwise",
+        {
+            PRED: "def predicted_score_ratio(a):\n    return a**-2.0\n\n\n"
+            "def predicted_gradient_ratio(a):\n    return (1 / (a * a)) ** 0.5\n"
+        },
+    ),
 ]
 
 # Each graded function, and the solution cells that define it.

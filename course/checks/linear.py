@@ -231,3 +231,54 @@ register(
         rules=NUMERICS_RULES,
     )
 )
+
+
+# ------------------------------------------------------------------- predictions
+
+
+def probe_predictions(student, rng, out):
+    # Settings from the (secret) seed, three each, judged together: an answer written for
+    # the notebook's settings alone (a number, not the formula) is right only there.
+    # eps spans 1e-15 to 1e-3, so log10 for the natural log (a factor 2.3) always shows.
+    # The regulariser's factor is drawn in [0.15, 0.6], where the near formulas differ from
+    # it by more than the band: (1 - learning_rate * reg)**steps (the 2 of d(W^2) left
+    # out) and 1 - 2 * learning_rate * reg * steps (the steps added, not compounded).
+    eps = 10.0 ** rng.uniform(-15, -3, size=3)
+    steps = rng.choice(np.arange(3, 30), size=3, replace=False)
+    shrink = 1 - rng.uniform(0.15, 0.6, size=3) ** (1 / steps)  # 2 * learning_rate * reg
+    rates = rng.uniform(0.05, 1.0, size=3)
+    factors = list(
+        zip(rates.tolist(), (shrink / (2 * rates)).tolist(), steps.tolist(), strict=True)
+    )
+    out.record(
+        "clipped:loss reported by -log(p + eps) for a p rounded to 0",
+        lambda: np.array([student.predicted_clipped_loss(e) for e in eps.tolist()], float),
+    )
+    out.record(
+        "factor:factor of W after the regulariser's steps alone",
+        lambda: np.array([student.predicted_regulariser_factor(*f) for f in factors], float),
+    )
+
+
+register(
+    Check(
+        name="linear_predictions",
+        notebook=NOTEBOOK,
+        points=2,
+        probe=probe_predictions,
+        rules={
+            # The judge's tolerance is relative to |got| + |want|: 0.01 is about 2%.
+            "clipped": Rule(
+                "predicted",
+                rtol=0.01,
+                hint="p + eps is eps when p is 0: the loss is -log(eps), a natural log.",
+            ),
+            "factor": Rule(
+                "predicted",
+                rtol=0.01,
+                hint="the gradient of reg * sum(W * W) is 2 * reg * W, so each step "
+                "multiplies W by the same factor; steps compound.",
+            ),
+        },
+    )
+)

@@ -540,3 +540,47 @@ register(
         },
     )
 )
+
+
+# ------------------------------------------------------------------- predictions
+
+
+def probe_predictions(student, rng, out):
+    # Factors from the (secret) seed, three each, judged together: an answer written for
+    # the notebook's factor alone (10: a number, not the formula) is right only there. From
+    # 2 to 50, 1 / a and 1 / a**2 always differ by far more than the band. The answers are
+    # fractions (1 / a, not a): no function that returns its argument is right.
+    factors = rng.uniform(2.0, 50.0, size=3).tolist()
+    out.record(
+        "scores:initial scores at sigma / a, as a fraction of those at sigma",
+        lambda: np.array([student.predicted_score_ratio(a) for a in factors], float),
+    )
+    out.record(
+        "gradient:gradient of W1 at sigma / a, as a fraction of that at sigma",
+        lambda: np.array([student.predicted_gradient_ratio(a) for a in factors], float),
+    )
+
+
+register(
+    Check(
+        name="multilayer_predictions",
+        notebook=NOTEBOOK,
+        points=2,
+        probe=probe_predictions,
+        rules={
+            # The judge's tolerance is relative to |got| + |want|: 0.01 is about 2%.
+            "scores": Rule(
+                "predicted",
+                rtol=0.01,
+                hint="the scores pass through both weight matrices (the ReLU passes a "
+                "positive scale through, and the biases are 0).",
+            ),
+            "gradient": Rule(
+                "predicted",
+                rtol=0.01,
+                hint="dW1 = x.T @ (dscores @ W2.T where the ReLU is on): which factors scale "
+                "with the weights? At small scores dscores hardly changes.",
+            ),
+        },
+    )
+)

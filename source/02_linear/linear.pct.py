@@ -15,7 +15,7 @@
 # | Part | You write | Points |
 # |---|---|---|
 # | 1 · Multiclass SVM loss | `svm_loss_naive`, `svm_loss_vectorized` | 5 |
-# | 2 · Softmax loss, and its numerics | `softmax_loss_naive` (1), `softmax_loss_vectorized` (2), both at scores near 1e3 (2) | 5 |
+# | 2 · Softmax loss, and its numerics | two predictions (2), `softmax_loss_naive` (1), `softmax_loss_vectorized` (2), both at scores near 1e3 (2) | 7 |
 # | 3 · Training on digits | nothing new: SGD, weight images, a sweep | 0 |
 #
 # Fill in every cell that says `YOUR CODE HERE`, run the "check it" cell after it, and press
@@ -26,12 +26,13 @@
 # %%
 import time
 
+import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 
 from course.data import digits, load_digits
 from course.gradcheck import gradient_error, rel_error
-from course.notebook import check_it, show_source
+from course.notebook import check_it, explore_plot, show_source
 from course.plots import image_grid, loss_curve, sweep_heatmap, weight_images
 from course.training import accuracy, train_linear
 
@@ -244,8 +245,49 @@ check("svm_loss_vectorized", globals())
 # $L \approx \log C = \log 10 \approx 2.303$. A first loss far from that means a bug (or
 # weights that are not small).
 #
+# ### Predict, then measure (2 points)
+#
+# Two predictions to write down **before** running the experiments that measure them,
+# each as a small function of the setting, so that the hidden check can ask it about
+# settings you do not see (each answer accepted within 2%):
+#
+# 1. `predicted_clipped_loss(eps)`: a common patch for $\log 0$ is to report
+#    $-\log(p_y + \epsilon)$. When the correct class's probability $p_y$ has rounded to
+#    0, what loss does that report? Measured next, at scores $(1000, 0, -1000)$ with
+#    $\epsilon = 10^{-12}$, where the right loss is 2000.
+# 2. `predicted_regulariser_factor(learning_rate, reg, steps)`: the regulariser
+#    $\lambda \sum W^2$ alone (no data), minimised by `steps` steps of gradient descent
+#    $W \leftarrow W - \eta\, \partial / \partial W$: by what factor is $W$ multiplied at the
+#    end? Measured in part 3 with `learning_rate = 0.1`, `reg = 0.1`, `steps = 200`.
+
+
+# %% nbgrader={"grade": false, "grade_id": "predictions_solution", "locked": false, "schema_version": 3, "solution": true}
+def predicted_clipped_loss(eps):
+    """-log(p + eps) for a correct class whose probability p has rounded to 0."""
+    ### BEGIN SOLUTION
+    return -np.log(eps)
+    ### END SOLUTION
+
+
+def predicted_regulariser_factor(learning_rate, reg, steps):
+    """The factor W is multiplied by after `steps` descent steps on reg * sum(W * W)."""
+    ### BEGIN SOLUTION
+    return (1 - 2 * learning_rate * reg) ** steps
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "linear_predictions", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+# Hidden check (2 points): each prediction within its band, for hidden settings.
+### BEGIN HIDDEN TESTS
+from course.grading import check
+
+check("linear_predictions", globals())
+### END HIDDEN TESTS
+
+# %% [markdown]
 # **The numerics.** Let us meet the failures before writing the loss. One example, three
-# classes, scores of magnitude 1000, correct class 2:
+# classes, scores of magnitude 1000, correct class 2 (and your prediction 1 beside the
+# patched loss):
 
 # %%
 scores = np.array([1000.0, 0.0, -1000.0])
@@ -258,7 +300,11 @@ with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
     shifted = scores - scores.max()  # the same probabilities, and exp() can no longer overflow
     p_shifted = np.exp(shifted) / np.exp(shifted).sum()
     print("max-shifted softmax: p =", p_shifted, " loss =", -np.log(p_shifted[label]))
-    print("max-shifted, -log(p + 1e-12): loss =", -np.log(p_shifted[label] + 1e-12))
+    print(
+        "max-shifted, -log(p + 1e-12): loss =",
+        -np.log(p_shifted[label] + 1e-12),
+        f"(you predicted {predicted_clipped_loss(1e-12):.4f})",
+    )
 
 # Log-probabilities directly: log p_k = s_k - max - log(sum_j exp(s_j - max)).
 log_p = shifted - np.log(np.exp(shifted).sum())
@@ -281,6 +327,52 @@ print("log-sum-exp:     log p =", log_p, " loss =", -log_p[label])
 # Scores of 1000 are not exotic: an unnormalised input, a large learning rate or a large
 # weight scale produces them within a few steps.
 #
+# Explore it yourself: move the scores' magnitude $s$ (scores $(s, 0, -s)$, correct class
+# the last, whose right loss is $2s$ plus a little) and the precision, and watch where
+# each way of computing the loss breaks. Float32 and float16 overflow and underflow at
+# much smaller scores than float64.
+
+
+# %%
+def softmax_losses(z):
+    """The loss of label 2 for scores z, computed four ways in z's dtype."""
+    shifted = z - z.max()
+    p_textbook = np.exp(z) / np.exp(z).sum()
+    p_shifted = np.exp(shifted) / np.exp(shifted).sum()
+    return {
+        "textbook": -np.log(p_textbook[2]),
+        "max-shifted": -np.log(p_shifted[2]),
+        "max-shifted, + 1e-12": -np.log(p_shifted[2] + z.dtype.type(1e-12)),
+        "log-sum-exp": -(shifted[2] - np.log(np.exp(shifted).sum())),
+    }
+
+
+def explore_numerics(log10_magnitude=3.0, dtype="float64"):
+    """The four losses of scores (s, 0, -s), label 2, in `dtype`, against s."""
+    magnitudes, s_now = np.logspace(0, 4, 200), 10.0**log10_magnitude
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        curves = [softmax_losses(np.array([m, 0.0, -m], dtype=dtype)) for m in magnitudes]
+        now = softmax_losses(np.array([s_now, 0.0, -s_now], dtype=dtype))
+    fig, ax = plt.subplots(figsize=(7, 3.6), layout="constrained")
+    for name in now:
+        ax.plot(magnitudes, [float(c[name]) for c in curves], label=name)
+        print(f"{name:>21}: loss {float(now[name]):.6g}")
+    print(f"{'right':>21}: loss {2 * s_now:.6g} (to within exp(-s))")
+    ax.axvline(s_now, color="gray", ls=":")
+    ax.set(xscale="log", yscale="log", xlabel="score magnitude s",
+           ylabel="reported loss (gaps: inf or nan)",
+           title=f"{dtype}: where each formula stops reporting 2s")  # fmt: skip
+    ax.legend(fontsize=8)
+    plt.show()
+
+
+_ = explore_plot(
+    explore_numerics,
+    log10_magnitude=widgets.FloatSlider(value=3.0, min=0.0, max=4.0, step=0.1),
+    dtype=["float64", "float32", "float16"],
+)
+
+# %% [markdown]
 # ### Exercise 2.1: `softmax_loss_naive`, with loops
 #
 # Loop over examples; for each, compute its scores, its log-probabilities by log-sum-exp
@@ -474,6 +566,25 @@ plt.show()
 # The same loss, trained with another learning rate or regularisation strength, ends at
 # other weights. Sweep both on a grid, judge each run on the *validation* set, and only
 # then look at the test set, once, with the chosen setting.
+#
+# First the regulariser on its own, at `learning_rate = 0.1`, `reg = 0.1` for the 200
+# steps each run of the sweep takes: your prediction 2, then the factor measured with
+# your `softmax_loss_vectorized` (its gradient with `reg` minus its gradient without is
+# the regulariser's alone), stepping from `W_check` (seed 0):
+
+# %%
+W_reg = W_check.copy()
+for _ in range(200):
+    dW_reg = (
+        softmax_loss_vectorized(W_reg, X_train, y_train, 0.1)[1]
+        - softmax_loss_vectorized(W_reg, X_train, y_train, 0.0)[1]
+    )
+    W_reg = W_reg - 0.1 * dW_reg
+factor = np.linalg.norm(W_reg) / np.linalg.norm(W_check)
+print(
+    f"|W| after 200 steps of the regulariser alone: {factor:.4f} of |W| at the start",
+    f"(you predicted {predicted_regulariser_factor(0.1, 0.1, 200):.4f})",
+)
 
 # %%
 learning_rates = [1e-3, 1e-2, 1e-1, 1.0]

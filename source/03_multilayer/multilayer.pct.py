@@ -22,6 +22,7 @@
 # | 2 · Losses on scores | `softmax_loss`, `svm_loss` | 4 |
 # | 3 · A two-layer network | `TwoLayerNet` | 4 |
 # | 4 · Training | `sgd`, and the network's loss curve | 4 |
+# | 5 · What the start costs | two predictions | 2 |
 #
 # Fill in every cell that says `YOUR CODE HERE`, run the "check it" cell after it, and press
 # **Validate** before you submit. The cells titled "Hidden check" are graded later, on
@@ -572,6 +573,73 @@ for ax, model, title in (
 plt.show()
 
 # %% [markdown]
+# ### Predict, then measure (2 points)
+#
+# Two predictions to write down **before** running the experiments below, each as a
+# function of the factor, so that the hidden check can ask it about factors you do not
+# see (each answer accepted within 2%). Take a `TwoLayerNet` with small weights (scale
+# $\sigma$ in both layers, biases 0) and divide $\sigma$ by a factor $a$, with the same
+# draws otherwise:
+#
+# 1. `predicted_score_ratio(a)`: the scores at initialisation at $\sigma / a$, as a
+#    fraction of the scores at $\sigma$ (their size, say their norm)?
+# 2. `predicted_gradient_ratio(a)`: the gradient of $W_1$ at $\sigma / a$, as a fraction
+#    of the gradient at $\sigma$?
+#
+# Measured next with your `TwoLayerNet` on the digits, $\sigma = 10^{-3}$ and $a = 10$.
+
+
+# %% nbgrader={"grade": false, "grade_id": "predictions_solution", "locked": false, "schema_version": 3, "solution": true}
+def predicted_score_ratio(a):
+    """|scores| at initialisation, weight scale sigma / a over sigma."""
+    ### BEGIN SOLUTION
+    return 1 / a**2
+    ### END SOLUTION
+
+
+def predicted_gradient_ratio(a):
+    """|dW1| at initialisation, weight scale sigma / a over sigma."""
+    ### BEGIN SOLUTION
+    return 1 / a
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "multilayer_predictions", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+# Hidden check (2 points): each prediction within its band, for hidden factors.
+### BEGIN HIDDEN TESTS
+from course.grading import check
+
+check("multilayer_predictions", globals())
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Measured: the same draws (seeds 0, 1 and 2) at $\sigma = 10^{-3}$ and $10^{-4}$, on
+# 200 training digits, with your network's scores and gradients:
+
+# %%
+shrinks = []
+for seed in (0, 1, 2):
+    measured = {}
+    for scale in (1e-3, 1e-4):
+        np.random.seed(seed)
+        net = TwoLayerNet(64, 100, 10, weight_scale=scale)
+        scores = net.loss(X_train[:200])
+        _, grads = net.loss(X_train[:200], y_train[:200])
+        measured[scale] = (np.linalg.norm(scores), np.linalg.norm(grads["W1"]))
+    shrinks.append(np.array(measured[1e-4]) / np.array(measured[1e-3]))
+shrinks = np.array(shrinks)
+print(
+    f"|scores| at 1e-4 / at 1e-3: {shrinks[:, 0].mean():.5f} ± {shrinks[:, 0].std():.5f}",
+    f"(you predicted {predicted_score_ratio(10):.5f});",
+    f"|dW1|: {shrinks[:, 1].mean():.4f} ± {shrinks[:, 1].std():.4f}",
+    f"(you predicted {predicted_gradient_ratio(10):.4f})",
+)
+
+# %% [markdown]
+# The gradient shrinks with the weights, and the scores shrink faster still: from a
+# small start, each step is small, and it grows only as fast as the weights do. That is
+# the slow start measured next.
+#
 # ### The leak: weight scale and step size
 #
 # A ReLU unit is **dead** when its input is negative for every example: it outputs 0, its

@@ -769,9 +769,13 @@ check("predictions", globals())
 #
 # In train mode an example's output depends on the rest of its batch; a batch of one
 # example outputs $\beta$, whatever the example. Measured: your prediction 3, then a
-# network trained with batches of 2, 8 and 64 (same number of examples seen), evaluated
-# on the validation set in test mode (running averages) and, as if one forgot to switch,
-# in train mode on batches of the training size.
+# network trained with batches of 2, 8 and 64 for one epoch each, evaluated on the
+# validation set in test mode (running averages) and, as if one forgot to switch, in
+# train mode on batches of the training size. One epoch each means the same examples
+# seen, **not** the same steps: batches of 64 take 8 times fewer steps than batches of 8
+# and 32 times fewer than batches of 2 (the steps are printed), at the same learning
+# rate, tuned for none of them. So compare the two ways of evaluating within a row; the
+# rows' test-mode accuracies also differ by their number of steps.
 
 # %%
 one, _ = batchnorm_forward(X_val[:1], 2 * np.ones(64), 3 * np.ones(64), {"mode": "train"})
@@ -819,8 +823,9 @@ for batch_size in tqdm((2, 8, 64), desc="batch sizes"):
 for batch_size, results in gap.items():
     test_mode, train_mode, single = results.T
     print(
-        f"batches of {batch_size:>2}: validation in test mode {spread(test_mode)}, "
-        f"in train mode {spread(train_mode)}, one example at a time {spread(single)}"
+        f"batches of {batch_size:>2} ({len(X_train) // batch_size} steps): validation in test "
+        f"mode {spread(test_mode)}, in train mode {spread(train_mode)}, one example at a time "
+        f"{spread(single)}"
     )
 
 # %% [markdown]
@@ -831,8 +836,12 @@ for batch_size, results in gap.items():
 #
 # ### Running statistics start at zero
 #
-# After $k$ steps the running mean is $(1 - 0.9^k)$ times the batch mean (if that stays
-# put): the same bias as Adam's $m$ in 04, which Adam divides away by $1 - \beta_1^t$.
+# That start is this course's API choice: `running_mean` and `running_var` begin as
+# zeros, as in CS231n. PyTorch's `BatchNorm1d` starts `running_var` at **ones** (and
+# `running_mean` at zeros), so there the early running variance is pulled towards 1, not
+# towards 0, and the correction by $1 - 0.9^k$ below would be wrong for it. Here, from
+# zeros: after $k$ steps the running mean is $(1 - 0.9^k)$ times the batch mean (if that
+# stays put): the same bias as Adam's $m$ in 04, which Adam divides away by $1 - \beta_1^t$.
 # Batch norm does not, so a network evaluated after few steps normalises with statistics
 # that are too small. Measured: your prediction 1, then test-mode validation accuracy
 # against $k$, with the running averages as they are and bias-corrected as Adam would.
@@ -923,8 +932,10 @@ plt.show()
 #
 # Layer norm needs no running averages and behaves the same in both modes; but it
 # normalises the features of one example together, which removes information that
-# differs between examples only in their overall scale, and it costs the same compute.
-# Same network, batches of 8 (where batch norm is noisy) and of 64, three seeds each:
+# differs between examples only in their overall scale. Same network, batches of 8
+# (where batch norm is noisy) and of 64, one epoch each (so batches of 64 take 8 times
+# fewer steps), the same untuned learning rate, three seeds each; the seconds per run
+# are printed, and the ratio of layer norm's to batch norm's at each batch size:
 
 # %%
 rows = []
@@ -948,8 +959,17 @@ for batch_size, normalization, acc, seconds in rows:
     print(
         f"batches of {batch_size:>2}, {normalization:>9}: validation {acc}, {seconds:.2f} s per run"
     )
+for batch_size in (8, 64):
+    timed = {normalization: seconds for b, normalization, _, seconds in rows if b == batch_size}
+    ratio = timed["layernorm"] / timed["batchnorm"]
+    print(f"batches of {batch_size:>2}: layer norm takes {ratio:.2f}x batch norm's seconds")
 
 # %% [markdown]
+# Here layer norm matches batch norm at both batch sizes: its mean is as high or higher,
+# within the three seeds' spread. The seconds are of the same order; they were timed while
+# other work may share the machine, so their ratio is this run's, not a ranking. The
+# batches of 64 end far lower than those of 8 for both: 18 steps against 149.
+#
 # ### Dropout without the division by `p`
 #
 # Your prediction 2, then measured: a unit's mean during training against test time,
@@ -964,9 +984,52 @@ print(f"test / train mean, inverted: {h.mean() / dropped.mean():.3f}; "
       f"(you predicted {predicted_test_scale(0.5)})")  # fmt: skip
 
 # %% [markdown]
-# Without the division, every layer's input at test time is $1/p$ times what the next
-# layer saw in training, and after ReLUs and several layers the scores are off by
-# $p^{-L}$: the class ranking may survive, but the probabilities (and the loss) do not.
+# Without the division, every dropout layer's output at test time is $1/p$ times its
+# mean in training. How far off are the scores after $L$ such layers? If every layer
+# were linear in its mask, by exactly $p^{-L}$: ReLU passes a positive scale through
+# ($\text{relu}(a z) = a\, \text{relu}(z)$ for $a > 0$) when there are no biases. But
+# the ReLU of a masked sum is not the ReLU of its mean, and biases do not scale, so the
+# real factor is another number. Measured on a random ReLU network (He-scaled weights,
+# seed 9), with $L$ dropout layers of $p = 0.5$ not divided: the size of the test-time
+# scores against the size of the training-time scores averaged over 200 masks (seeds
+# 0-199), without and with biases:
+
+# %%
+rng = np.random.default_rng(9)
+x_in = rng.standard_normal((200, 100))
+hidden_W = [np.sqrt(2 / 100) * rng.standard_normal((100, 100)) for _ in range(3)]
+hidden_b = [0.5 * rng.standard_normal(100) for _ in range(3)]
+W_out = np.sqrt(1 / 100) * rng.standard_normal((100, 10))
+
+
+def scores_without_division(depth, biases, mask_seed=None):
+    """Scores after `depth` ReLU layers, each followed by dropout (p = 0.5) not divided
+    by p, or by nothing at test time (mask_seed None)."""
+    out = x_in
+    for layer in range(depth):
+        out = np.maximum(0.0, out @ hidden_W[layer] + (hidden_b[layer] if biases else 0.0))
+        if mask_seed is not None:
+            param = {"mode": "train", "p": 0.5, "seed": 1000 * layer + mask_seed}
+            out = dropout_forward(out, param)[0] * 0.5  # undo the division
+    return out @ W_out
+
+
+for biases in (False, True):
+    factors = []
+    for depth in (1, 2, 3):
+        test = scores_without_division(depth, biases)
+        train = np.mean([scores_without_division(depth, biases, s) for s in range(200)], axis=0)
+        factors.append(f"L = {depth}: {np.linalg.norm(test) / np.linalg.norm(train):.2f}")
+    print(f"{'with' if biases else 'without'} biases: test / train size", ", ".join(factors),
+          f"(p^-L = {', '.join(str(0.5**-L) for L in (1, 2, 3))})")  # fmt: skip
+
+# %% [markdown]
+# After one dropout layer the factor is $1/p$ (up to the noise of 200 masks): what comes
+# after it is linear. Beyond one it grows with the number of dropout layers, but stays
+# below $p^{-L}$ here, and with biases further below at three layers: $p^{-L}$ is the
+# scale of a network that were linear in its masks, not a law. Either way the scores at test time are
+# larger than what training saw: the class ranking may survive, but the probabilities
+# (and the loss) do not.
 #
 # ### A gradient check fails when the mask is redrawn
 #
@@ -1126,8 +1189,8 @@ print(
 #   at a price: examples in a batch affect each other, small batches are noisy, train and
 #   test mode differ, running statistics start biased, and weight decay turns into a
 #   step-size schedule.
-# - Layer norm has none of the batch's problems; batch norm is often the better
-#   normaliser for fully connected and convolutional networks, layer norm the standard
-#   one for sequences and transformers.
+# - Layer norm has none of the batch's problems, and on this network it matched batch
+#   norm at batches of 8 and of 64. Batch norm remains common in convolutional networks,
+#   layer norm is the standard one for sequences and transformers.
 # - Dropout must be rescaled (in training, inverted) and seeded for a gradient check;
 #   check which probability an API takes: ours keeps, PyTorch's drops.

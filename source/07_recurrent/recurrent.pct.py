@@ -799,9 +799,12 @@ check("recurrent_predictions", globals())
 
 
 # %%
-def gradient_norms(radius, cell="rnn", T=40, H=32, D=8, N=4, forget_bias=0.0, seed=0):
+def gradient_norms(
+    radius, cell="rnn", T=40, H=32, D=8, N=4, forget_bias=0.0, seed=0, forget_gates=None
+):
     """||dh_t|| for t = T .. 0, for a loss sum(h_T * g) with g random (and ||dc_t|| too
-    for the LSTM)."""
+    for the LSTM). forget_gates: a list that receives the LSTM's forget gate at each
+    step, (N, H), recomputed from the step's inputs."""
     rng = np.random.default_rng(seed)
     q, _ = np.linalg.qr(rng.standard_normal((H, H)))
     x = 0.01 * rng.standard_normal((N, T, D))
@@ -818,6 +821,9 @@ def gradient_norms(radius, cell="rnn", T=40, H=32, D=8, N=4, forget_bias=0.0, se
         if cell == "rnn":
             h, cache = rnn_step_forward(x[:, t], h, Wx, Wh, b)
         else:
+            if forget_gates is not None:
+                gates = x[:, t] @ Wx + h @ Wh + b
+                forget_gates.append(1 / (1 + np.exp(-gates[:, H : 2 * H])))
             h, c, cache = lstm_step_forward(x[:, t], h, c, Wx, Wh, b)
         caches.append(cache)
     dh, dc = rng.standard_normal((N, H)), np.zeros((N, H))
@@ -890,15 +896,27 @@ _ = explore_plot(
 
 # %%
 for bias in (0.0, 1.0, 2.0):
-    reach = np.array([gradient_norms(0.5, "lstm", forget_bias=bias, seed=s) for s in SEEDS])
-    ratio = reach[:, -1] / reach[:, 0]
+    reach, products = [], []
+    for s in SEEDS:
+        gates = []
+        reach.append(gradient_norms(0.5, "lstm", forget_bias=bias, seed=s, forget_gates=gates))
+        products.append(np.prod(gates, axis=0).mean())  # each unit's 40 gates, multiplied
+    ratio = np.array(reach)[:, -1] / np.array(reach)[:, 0]
     print(
-        f"forget bias {bias}: ||d_0|| / ||d_40|| = {ratio.mean():.2e} ± {ratio.std():.1e}"
-        f" (sigmoid({bias})**40 = {(1 / (1 + np.exp(-bias))) ** 40:.2e})"
+        f"forget bias {bias}: ||d_0|| / ||d_40|| = {ratio.mean():.2e} ± {ratio.std():.1e};",
+        f"product of the 40 forget gates, mean over units {np.mean(products):.2e};",
+        f"sigmoid({bias})**40 = {(1 / (1 + np.exp(-bias))) ** 40:.2e}",
     )
 
 # %% [markdown]
-# The gradient reaches much further with $b_f = 1$. Does the LSTM then train better?
+# The forget gates measured along the way multiply to $\sigma(b_f)^{40}$ (the inputs
+# and $W_h$ are small, so each gate sits at $\sigma(b_f)$): that is the path along the
+# cell state alone. The measured ratio is larger, by about 30 times at $b_f = 2$ and
+# about 1000 times at $b_f = 0$ (compare the columns), so most of the gradient that
+# reaches step 0 did not go all the way along the cell state: it took paths that leave
+# it through $h$ and $W_h$ into the gates at some steps, and those matter the more, the
+# faster the cell state forgets. Both grow steeply with $b_f$. The gradient reaches much further with $b_f = 1$. Does the LSTM
+# then train better?
 # Part 5 trained it with both biases on the same batches for the same 200 steps, 3 seeds:
 # the training loss at the end (the mean of the last 20 steps) and the validation loss,
 # the RNN beside them.
@@ -1009,10 +1027,14 @@ plt.show()
 # ### Clipping the global norm, each array, or each element
 #
 # Clipping each array to the limit on its own, or each element to $[-c, c]$ (what
-# `clip_grad_value_` does), also caps the step, but it changes its **direction**: large
-# gradients lose more than small ones. Measured on the gradients of the character model at
-# initialisation, with the RNN's $W_h$ at radius 1.5 (a large gradient), the angle between
-# the clipped and the true gradient, 3 seeds:
+# `clip_grad_value_` does), changes the step's **direction**: large gradients lose more
+# than small ones. Nor does either cap the step the way the global norm does: with $k$
+# arrays each clipped to norm $c$, the whole step can reach $\sqrt{k}\, c$, and clipping
+# each of $n$ elements to $c$ allows $\sqrt{n}\, c$. Measured on the gradients of the
+# character model at initialisation, with the RNN's $W_h$ at radius 1.5 (a large
+# gradient), 3 seeds: the angle between the clipped and the true gradient, and the global
+# norm of the clipped gradient (the limit is 1; the elements are clipped to 1% of the
+# largest entry):
 
 
 # %%
@@ -1026,6 +1048,7 @@ def angle(a, b):
 
 
 angles = {"global norm": [], "each array": [], "each element": []}
+clipped_norms = {name: [] for name in angles}
 for seed in SEEDS:
     model = CharModel(V, weight_scale=1.5, seed=seed)
     _, grads = model.loss(next(batches(data.train, 16, 24, seed=seed)))
@@ -1034,14 +1057,28 @@ for seed in SEEDS:
     largest = max(np.abs(g).max() for g in grads.values())
     per_element = {name: np.clip(g, -0.01 * largest, 0.01 * largest) for name, g in grads.items()}
     true = flatten(grads)
-    angles["global norm"].append(angle(flatten(clip_grad_norm(grads, limit)[0]), true))
-    angles["each array"].append(angle(flatten(per_array), true))
-    angles["each element"].append(angle(flatten(per_element), true))
+    clipped = {
+        "global norm": flatten(clip_grad_norm(grads, limit)[0]),
+        "each array": flatten(per_array),
+        "each element": flatten(per_element),
+    }
+    for name, step in clipped.items():
+        angles[name].append(angle(step, true))
+        clipped_norms[name].append(np.linalg.norm(step))
+print(f"{len(grads)} arrays (sqrt(k) = {np.sqrt(len(grads)):.2f}); true global norm",
+      f"{np.linalg.norm(true):.1f} (last seed)")  # fmt: skip
 for name, values in angles.items():
     print(
         f"{name:>13}: angle to the true gradient",
-        f"{np.mean(values):5.1f} ± {np.std(values):.1f} degrees",
+        f"{np.mean(values):5.1f} ± {np.std(values):.1f} degrees; global norm after clipping",
+        f"{np.mean(clipped_norms[name]):.2f} ± {np.std(clipped_norms[name]):.2f}",
     )
+
+# %% [markdown]
+# Only the global norm leaves a step of exactly the limit. Clipped array by array or
+# element by element, the step is larger than the limit (the global norms printed) and
+# points elsewhere: a limit tuned for one way of clipping is not the same limit for
+# another.
 
 # %% [markdown]
 # ### The sequence length is a factor of the learning rate
