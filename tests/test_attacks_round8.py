@@ -446,3 +446,52 @@ def test_cell_metadata_is_reduced_to_what_the_pages_read_with_its_types():
     }
     nb.cells[0].metadata = cleaned
     assert "</html>" in HTMLExporter().from_notebook_node(nbformat.from_dict(nb))[0]
+
+
+# ---------------------------------------------------------------- the exchange, on the hub
+
+
+def test_collect_survives_a_date_at_the_end_of_the_calendar_and_refuses_sparse_weight(
+    tmp_path,
+):
+    """Round 8 on the hub (a hostile classmate):
+    - `mkdir 'me+01_backprop+9999-12-31 23:59:59.999999 UTC+x'` in the inbound made collect
+      raise OverflowError (its date + the copy's slack) and collect nobody; a date later than
+      the collect itself is not believed either: such a folder is dated by its last change;
+    - twenty `truncate -s 90M` files weigh 52 KB in a student's home and 1.8 GB once copied
+      into the instructor's: a submission whose files' apparent sizes add up to more than a
+      grading reads (MAX_SUBMISSION_BYTES) is refused before anything is copied."""
+    import os
+
+    import nbformat
+
+    from tests.harness import Batch
+    from tests.test_attacks_round6 import STAMP, _inbound, _needs_root, _own
+
+    _needs_root()
+    batch = Batch(tmp_path, "01_backprop", "backprop")
+    folders = {
+        "daemon": "daemon+01_backprop+9999-12-31 23:59:59.999999 UTC+far",
+        "nobody": f"nobody+01_backprop+{STAMP}+sparse",
+        "bin": f"bin+01_backprop+{STAMP}+plain",
+    }
+    for owner, name in folders.items():
+        folder = _inbound(batch) / name
+        folder.mkdir()
+        nbformat.write(batch.answered(), folder / "backprop.ipynb")
+        (folder / "timestamp.txt").write_text(STAMP)
+        if owner == "nobody":
+            with open(folder / "weightless.bin", "wb") as out:
+                out.truncate(90 * 2**20)  # sparse: no block written
+        for path in (*folder.iterdir(), folder):
+            _own(path, owner)
+    done = batch.course.nbgrader("collect", "01_backprop", check=False)
+    submitted = batch.course.root / "submitted"
+    assert done.returncode == 0, done.stderr
+    assert (submitted / "bin" / "01_backprop" / "backprop.ipynb").exists()
+    assert (submitted / "daemon" / "01_backprop" / "backprop.ipynb").exists()
+    stamp = (submitted / "daemon" / "01_backprop" / "timestamp.txt").read_text()
+    assert not stamp.startswith("9999"), stamp
+    assert not (submitted / "nobody").exists()
+    assert "weigh more than" in done.stderr + done.stdout
+    assert os.path.getsize(_inbound(batch) / folders["nobody"] / "weightless.bin") > 0

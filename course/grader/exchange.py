@@ -45,6 +45,8 @@ from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.exchange.default.submit import ExchangeSubmit
 from nbgrader.utils import parse_utc
 
+from course.grader.files import MAX_SUBMISSION_BYTES
+
 if sys.platform != "win32":
     import pwd
 else:  # no owners to compare there
@@ -110,6 +112,7 @@ def irregular_entry(path: str) -> str | None:
     top = os.lstat(path)
     if not stat.S_ISDIR(top.st_mode):
         return "a link" if os.path.islink(path) else "not a folder"
+    weight = 0
     try:
         for rel, status in entries(path):
             if not (stat.S_ISREG(status.st_mode) or stat.S_ISDIR(status.st_mode)):
@@ -117,6 +120,12 @@ def irregular_entry(path: str) -> str | None:
                 return f"holds {kind}: {rel!r}"
             if status.st_uid != top.st_uid:
                 return f"holds {rel!r}, owned by {owner_of(os.path.join(path, rel))}"
+            if stat.S_ISREG(status.st_mode):
+                # Apparent sizes: a sparse file weighs nothing in the student's home and
+                # its full size once copied into the collector's (round 8 on the hub).
+                weight += status.st_size
+                if weight > MAX_SUBMISSION_BYTES:
+                    return f"its files weigh more than {MAX_SUBMISSION_BYTES // 2**20} MB in all"
     except Irregular as why:
         return str(why)
     return None
@@ -197,7 +206,14 @@ class OwnerCheckedCollect(ExchangeCollect):
         claimed = record["timestamp"]
         if claimed.tzinfo is not None:
             changed = changed.replace(tzinfo=datetime.UTC).astimezone(claimed.tzinfo)
-        if changed > claimed + COPY_SLACK:
+            now = datetime.datetime.now(datetime.UTC).astimezone(claimed.tzinfo)
+        else:
+            now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+        try:
+            believable = changed <= claimed + COPY_SLACK and claimed <= now + COPY_SLACK
+        except OverflowError:  # a name dated at the end of the calendar (round 8, hub)
+            believable = False
+        if not believable:
             self.log.warning(
                 "%r is dated %s but was last changed at %s: dated by the change",
                 path,
