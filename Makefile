@@ -44,13 +44,14 @@ workspace: setup
 	$(BIN)/python -m course.workspace
 
 # `course lab` also puts .venv/bin on PATH: the formgrader runs `alembic` by name.
-# ARGS go to `jupyter lab` as they are, after --port (the last --port wins), e.g.
+# ARGS go to `jupyter lab` as they are; PORT is only the default (JUPYTER_PORT), so a
+# --port in ARGS wins, e.g.
 # make lab ARGS="--no-browser --port 9999 --ip 0.0.0.0"
 lab: setup
-	$(BIN)/course lab -- --port=$(PORT) $(ARGS)
+	JUPYTER_PORT=$(PORT) $(BIN)/course lab -- $(ARGS)
 
 lab-instructor: setup
-	$(BIN)/course lab --instructor -- --port=$(PORT) $(ARGS)
+	JUPYTER_PORT=$(PORT) $(BIN)/course lab --instructor -- $(ARGS)
 
 # The class on JupyterHub for a try-out, as root (README: "A class on JupyterHub"):
 # installs into /opt/everything-leaks, adds an instructor and two students, prints how to

@@ -86,9 +86,26 @@ def test_make_lab_passes_jupyters_options_on():
             text=True,
             check=True,
         ).stdout
-        assert f"course lab{flag} -- --port=8888 --no-browser --port 9999" in plan, plan
+        assert f"JUPYTER_PORT=8888 .venv/bin/course lab{flag} -- --no-browser --port 9999" in plan
     readme = (root / "README.md").read_text()
     assert 'make lab ARGS="--no-browser --port 9999"' in readme
+
+
+def test_a_port_in_args_wins_over_makes_port(monkeypatch):
+    """A reviewer's `make lab ARGS="--no-browser --port 8950"` stopped with "port only
+    accepts one value, got 2" while make also passed --port=8888: make's port is now the
+    JUPYTER_PORT default, which a --port in ARGS overrides, in either spelling."""
+    from jupyter_server.serverapp import ServerApp
+
+    monkeypatch.setenv("JUPYTER_PORT", "8888")
+    for argv, port in (
+        ([], 8888),
+        (["--no-browser", "--port", "9999"], 9999),
+        (["--port=9998"], 9998),
+    ):
+        app = ServerApp()
+        app.parse_command_line(argv)
+        assert app.port == port, argv
 
 
 def test_a_hub_students_commands_without_a_course_directory(tmp_path, monkeypatch, capsys):

@@ -11,11 +11,13 @@ side by side. The grader decides every invariant (equivariance, the per-channel 
 spatial batch norm's dx, the centred differences, the speed ratio) from those raw numbers.
 """
 
+import dataclasses
 import time
 
 import numpy as np
 
 from course.checks.common import (
+    BY_HAND_RULE,
     WRONG_VALUE_CAP,
     away_from_zero,
     centred_error,
@@ -27,7 +29,7 @@ from course.checks.multilayer import drawn_with, moments
 from course.checks.normalisation import CARRIED_03
 from course.data import digits
 from course.grader.model import Assignment, Broken, Check, Rule, register
-from course.grader.probe import nudged, seeded_by_grader
+from course.grader.probe import lines_run, nudged, seeded_by_grader
 
 ASSIGNMENT = Assignment(
     id="06_convolution",
@@ -228,18 +230,24 @@ def _small_cases(rng):
     }
 
 
-def record_gradients(out, forward, backward, cases, rng, selfcheck: set) -> None:
+def record_gradients(
+    out, forward, backward, cases, rng, selfcheck: set, by_hand: bool = False
+) -> None:
     """dx, dw, db for random upstream gradients; for the labels in `selfcheck`, also the
     student's forward output and their own forward values at nudged x, w and b
-    (projected on dout: the grader forms the centred differences)."""
+    (projected on dout: the grader forms the centred differences); by_hand: also the lines
+    of their own code the forward and the backward ran (course.checks.common.by_hand)."""
     for label, (x, w, b, param) in cases.items():
         dout = _dout_for(rng, x, w, param)
 
         def compute(x=x, w=w, b=b, param=param, dout=dout, label=label):
-            result, cache = _call_forward(forward, x, w, b, param)
-            dx, dw, db = backward(dout.copy(), cache)
+            (result, cache), forward_lines = lines_run(
+                lambda: _call_forward(forward, x, w, b, param)
+            )
+            (dx, dw, db), backward_lines = lines_run(lambda: backward(dout.copy(), cache))
+            work = (np.array([forward_lines, backward_lines]),) if by_hand else ()
             if label not in selfcheck:
-                return dx, dw, db
+                return dx, dw, db, *work
             inputs = {"x": np.array(x), "w": np.array(w), "b": b}
             observed = []
             for key, grad in (("x", dx), ("w", dw), ("b", db)):
@@ -249,11 +257,13 @@ def record_gradients(out, forward, backward, cases, rng, selfcheck: set) -> None
                     return forward(args["x"], args["w"], args["b"], dict(param))[0]
 
                 observed.append(gradient_observation(grad, *nudged(f, inputs[key], dout)))
-            return dx, dw, db, result, stacked(*observed)
+            return dx, dw, db, result, stacked(*observed), *work
 
         keys = [f"dx:{label}", f"dw:{label}", f"db:{label}"]
         if label in selfcheck:
             keys += [f"forward:{label}", f"selfcheck:{label}"]
+        if by_hand:
+            keys.append(f"byhand:{label}")
         out.record(keys, compute)
 
 
@@ -267,6 +277,7 @@ def probe_conv_backward_naive(student, rng, out):
         {**cases, **small},
         rng,
         set(small),
+        by_hand=True,
     )
 
 
@@ -299,14 +310,17 @@ register(
         points=4,
         probe=probe_conv_backward_naive,
         rules={
-            **GRADIENT_RULES,
+            # Round 9: a finite difference of the forward is exact here (the convolution
+            # is linear), so only the work it does tells it from a backward pass.
+            **{k: dataclasses.replace(r, requires="byhand") for k, r in GRADIENT_RULES.items()},
+            "byhand": BY_HAND_RULE,
             "forward": Rule("forward output for", rtol=1e-10, weight=0.5, hint=CONV_OUT_HINT),
             "selfcheck": Rule(
                 "dx, dw, db against centred differences of your own conv_forward_naive, for",
                 kind="below",
                 rtol=1e-6,  # a wrong gradient is off by 1e-2 or more; rounding gives 1e-9
                 hint="the backward pass does not match the forward pass.",
-                requires="forward",
+                requires=("forward", "byhand"),
                 measure=centred_error(),
             ),
         },
