@@ -380,11 +380,16 @@ class GuardedExecute(PromptReplies, Execute):
             if self.sandbox
             else {}
         )
+        scratch = None
         if self.sandbox:  # the learner's carried earlier code, as a copy the grader made
-            self._carried_scratch = tempfile.TemporaryDirectory(prefix="course-carried-")
+            scratch = tempfile.TemporaryDirectory(prefix="course-carried-")
             folder = resources.get("metadata", {}).get("path")
-            self._data.update(carried_files(folder, Path(self._carried_scratch.name)))
-        return super().preprocess(nb, resources)
+            self._data.update(carried_files(folder, Path(scratch.name)))
+        try:
+            return super().preprocess(nb, resources)
+        finally:  # the kernel is gone: its copy too (round 8: one folder left per run)
+            if scratch is not None:
+                scratch.cleanup()
 
     def _with_env(self, kwargs: dict) -> dict:
         if not self.sandbox:  # the sandbox builds the kernel's whole environment itself
