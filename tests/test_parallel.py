@@ -234,7 +234,9 @@ def test_a_scheduler_lost_mid_run_loses_nothing(twins, tmp_path):
     recorded = batch.scores()
     for student, line in rows.items():
         if "NOT GRADED" in line:
-            assert "scheduler was lost" in line or "worker failed" in line, line
+            assert any(
+                w in line for w in ("scheduler was lost", "worker failed", "cluster failed")
+            ), line
             assert student not in recorded
         else:
             assert recorded[student] == sequential.scores()[student]
