@@ -366,9 +366,9 @@ def test_course_grade_shows_progress_on_a_terminal_only(tmp_path, monkeypatch, t
 
     def grade_all(root, assignment, students, *args, on_progress):
         on_progress({"ada": "backprop.ipynb: value_ops (check 1 of 9)", "bob": ""})
-        yield {"student": "ada"}, {"student": "ada", "error": "a stand-in", "log": ""}
+        yield {"student": "ada"}, {"student": "ada", "files": {}, "log": ""}
         on_progress({"ada": "backprop.ipynb: value_ops (check 1 of 9)", "bob": ""})
-        yield {"student": "bob"}, {"student": "bob", "error": "a stand-in", "log": ""}
+        yield {"student": "bob"}, {"student": "bob", "files": {}, "log": ""}
 
     monkeypatch.setattr(parallel, "grade_all", grade_all)
     monkeypatch.setattr(parallel, "load_config", lambda root: {})

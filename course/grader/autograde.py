@@ -339,8 +339,9 @@ def grade_and_record(
                     why = f"{FAILED}: {printable(result['error'])}"
                     if student in stand_ins:  # even the released notebook: not the student's
                         statuses[student].problems.append(f"not graded: {why}")
+                        bar.update(1)  # done with, as not graded
                     else:
-                        failed[student] = why
+                        failed[student] = why  # graded again below, as its stand-in
                     continue
                 try:
                     recorder.record(student, result["files"])
