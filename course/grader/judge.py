@@ -163,6 +163,17 @@ def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
                 why = f"{label}: not credited while the {failing[0]} check of it fails"
                 results[key] = Result(key, False, rule.weight, why)
                 changed = True
+    # Raising is easy: an error contract (Rule.raises) is credited only beside a right answer
+    # of the same check (a function of the package that raises on any input earned it).
+    answered = any(
+        r.passed and not rule_for(check, k).raises and rule_for(check, k).weight > 0
+        for k, r in results.items()
+    )
+    for key, result in results.items():
+        rule = rule_for(check, key)
+        if rule.raises and result.passed and not answered:
+            why = f"{rule.what} {key.partition(':')[2]}".strip()
+            results[key] = Result(key, False, rule.weight, f"{why}: not credited alone")
     return list(results.values())
 
 
