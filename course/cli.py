@@ -356,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument(
         "--conv",
         action="store_true",
-        help="only 06's fast convolution against the naive loops and PyTorch (if installed)",
+        help="only 06's fast convolution against the naive loops and PyTorch (if installed), "
+        "and the margin of its graded speed check",
     )
     bench.add_argument(
         "--processors",

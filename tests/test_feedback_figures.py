@@ -42,6 +42,20 @@ def test_heat_maps_only_for_failed_matrices(shape, drawn):
     assert pictures(chk, {"grad:W": want}, {"grad:W": want}, passed) == []
 
 
+def test_no_picture_of_a_stated_error_nor_of_values_that_are_not_numbers():
+    """A case whose answer is an error (Rule.raises): a student who returned an array there
+    got a grader fault, and their whole notebook was dropped (CI, stop 38)."""
+    chk = fake_check(out=Rule("output", rtol=1e-7))
+    array = np.ones((3, 4))
+    failed = [Result("out:untiled", False, 1.0, "should raise")]
+    assert (
+        pictures(chk, {"out:untiled": array}, {"out:untiled": model.Broken("ValueError")}, failed)
+        == []
+    )
+    assert pictures(chk, {"out:untiled": model.Broken("x")}, {"out:untiled": array}, failed) == []
+    assert pictures(chk, {"out:untiled": array}, {"out:untiled": "not a number"}, failed) == []
+
+
 def test_a_judged_training_cell_embeds_the_curve_that_left_its_band():
     chk = model.get_check("mlp_training")
     reference = references.load_reference(chk)

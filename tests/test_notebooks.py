@@ -11,7 +11,7 @@ import pytest
 
 from course.authoring import build
 from course.grader.cells import grade_id_of_test_cell, nbgrader_meta
-from course.grader.kernel_client import PromptNotebookClient
+from course.grader.kernel_client import TimedNotebookClient
 from course.grader.nbgrader_ext import judge_notebook
 from course.paths import course_root
 
@@ -47,11 +47,14 @@ def test_source_notebook_runs_with_full_marks(text):
     nb.cells.insert(0, nbformat.v4.new_code_cell(FLOAT_NOISE_WATCH))
     os.environ["COURSE_ROOT"] = str(ROOT)
     start = time.perf_counter()
-    PromptNotebookClient(
+    client = TimedNotebookClient(
         nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
-    ).execute()
+    )
+    client.execute()
     print(f"{path.relative_to(ROOT)}: {time.perf_counter() - start:.1f} s")  # see `make bench`
-    judge_notebook(nb)  # as nbgrader's autograde does, outside the kernel
+    # As nbgrader's autograde does, outside the kernel; a timed check (06's speed) is judged
+    # on the seconds this client saw its cell take.
+    judge_notebook(nb, seconds=client.cell_seconds)
     # Every "check it" holds on the solutions too (a failing one writes to stderr).
     failed = [
         o.text

@@ -25,7 +25,7 @@ import nbformat
 
 from course.authoring import build
 from course.authoring.classroom import ScratchCourse, carried_modules, fill, solution_sources
-from course.grader.kernel_client import PromptNotebookClient
+from course.grader.kernel_client import PromptNotebookClient, TimedNotebookClient
 from course.paths import course_root
 
 BATCH = 4
@@ -342,11 +342,48 @@ def _bench_conv_here(threads: int) -> None:
     print(f"  reference / PyTorch: {ratio:.2f}x ({verdict} the goal of {CONV_GOAL:g}x)")
 
 
+def bench_speed_check(repeat: int = 3) -> None:
+    """06's graded speed cell with the solutions, timed as the grader times it: the cell's
+    seconds from outside the kernel, the yardstick in this process, and what the rule
+    makes of them (course.checks.convolution.grader_timing)."""
+    from course.authoring.classroom import grade_id_of_test_cell
+    from course.checks import convolution
+
+    path = build.notebook_path(course_root() / "source" / "06_convolution" / "convolution.pct.py")
+    print(
+        f"\n06's speed check on the solutions ({convolution.TIMED_RUNS} fast pairs in the cell, "
+        f"{convolution.CELL_ALLOWANCE:g} s allowed for the cell's own cost; "
+        f"passes at {1 / convolution.REQUIRED_SPEEDUP:g})"
+    )
+    print(f"  {'cell':>8}{'yardstick':>11}{'charged a run':>15}{'share':>9}{'margin':>8}")
+    for _ in range(repeat):
+        nb = nbformat.read(path, as_version=4)
+        client = TimedNotebookClient(
+            nb,
+            timeout=120,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(path.parent)}},
+        )
+        client.execute(stderr=subprocess.DEVNULL)
+        [index] = [
+            i for i, c in enumerate(nb.cells) if grade_id_of_test_cell(c) == "conv_fast_speed"
+        ]
+        seconds = client.cell_seconds[index]
+        [(loops, fast)] = [convolution.grader_timing(seconds)[f"time:{convolution.SPEED_LABEL}"]]
+        share = fast[0] / loops.min()
+        margin = (1 / convolution.REQUIRED_SPEEDUP) / share
+        print(
+            f"  {seconds:>7.2f}s{loops.min() * 1e3:>9.1f}ms{fast[0] * 1e3:>12.3f}ms"
+            f"{share:>9.4f}{margin:>7.1f}x"
+        )
+
+
 def main(notebooks_only: bool = False, class_only: bool = False, conv_only: bool = False) -> int:
     root = course_root()
     texts = build.text_sources(root)
     if conv_only:
         bench_conv()
+        bench_speed_check()
         return 0
     if class_only:
         bench_class(texts[0])
@@ -359,6 +396,7 @@ def main(notebooks_only: bool = False, class_only: bool = False, conv_only: bool
     if notebooks_only:
         return 0
     bench_conv()
+    bench_speed_check()
     print(f"\nautograding one submission of the solutions (nbgrader autograde; batch of {BATCH})")
     print(
         f"  {'assignment':<16}{'own process':>12}{'of which start-up':>19}"

@@ -133,9 +133,14 @@ def pictures(check, outputs: dict, reference: dict, results, notes=None) -> list
     for result in results:
         rule = rule_for(check, result.key)
         got, want = outputs.get(result.key), reference.get(result.key)
-        if result.passed or isinstance(got, Broken) or got is None or rule.kind != "close":
+        if result.passed or rule.kind != "close" or got is None or want is None:
             continue
-        got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+        if isinstance(got, Broken) or isinstance(want, Broken):
+            continue  # an error, or a stated error contract (Rule.raises): nothing to draw
+        try:
+            got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+        except (TypeError, ValueError):
+            continue  # not numbers: the report says what is wrong
         if got.ndim == 0 or got.shape != want.shape:
             continue  # the report already says what is wrong; nothing to draw
         label = f"{rule.what} {result.key.partition(':')[2]}".strip()

@@ -82,3 +82,19 @@ class PromptReplies:
 
 class PromptNotebookClient(PromptReplies, NotebookClient):
     """nbclient's NotebookClient, with replies noticed within a slice."""
+
+
+class TimedNotebookClient(PromptNotebookClient):
+    """A PromptNotebookClient that records how long each cell ran, as the grader's executor
+    does (GuardedExecute): {cell index: seconds}, for judge_notebook's timed checks."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.cell_seconds: dict[int, float] = {}
+
+    async def async_execute_cell(self, cell, cell_index, *args, **kwargs):
+        started = time.monotonic()
+        try:
+            return await super().async_execute_cell(cell, cell_index, *args, **kwargs)
+        finally:
+            self.cell_seconds[cell_index] = time.monotonic() - started
