@@ -107,6 +107,21 @@ def test_other_shape_mismatch(got_shape, want_shape):
     assert not r.passed and "expected" in r.message
 
 
+def test_a_noise_floor_forgives_rounding_in_tiny_entries_not_a_wrong_large_one():
+    """Rule.noise_floor: a saturated softmax's Jacobian has entries of 1e-11 beside ones of
+    1, where correct implementations differ by 1e-13 (issue 37's log-sum-exp softmax)."""
+    want = np.array([1.1377, -0.52, 1.7e-11, -3.1e-9])
+    got = want + np.array([0.0, 0.0, 2e-13, -1e-13])
+    plain, floored = grad_rule(), Rule("gradient of", rtol=1e-7, noise_floor=1e-4)
+    assert not judge_one("grad:x", got, want, plain).passed
+    assert judge_one("grad:x", got, want, floored).passed
+    wrong = want * np.array([1.0, 1.001, 1.0, 1.0])
+    r = judge_one("grad:x", wrong, want, floored)
+    assert not r.passed and "at 1 of 4 entries" in r.message
+    tiny_wrong = want + np.array([0.0, 0.0, 1e-6, 0.0])  # 1e-6 of the largest: a real error
+    assert not judge_one("grad:x", tiny_wrong, want, floored).passed
+
+
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_nan_or_inf(bad):
     want = np.array([0.123456789, -4.56789123, 31.4159265])

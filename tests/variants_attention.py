@@ -498,6 +498,19 @@ def block_backward(dout, cache):
 
 ALTERNATES = [
     Alternate("einsum, heads one at a time, a staged block", EINSUM),
+    # Issue 37's review: a correct softmax differing from the reference only in rounding
+    # lost 1.5 of attention_backward's 3 points where scores are near 1e3 (Rule.noise_floor).
+    Alternate(
+        "softmax through log-sum-exp",
+        {
+            SM: """\
+#| export
+def softmax(x, axis=-1):
+    top = np.max(x, axis=axis, keepdims=True)
+    return np.exp(x - top - np.log(np.sum(np.exp(x - top), axis=axis, keepdims=True)))
+"""
+        },
+    ),
     Alternate("masks by assignment, heads from reshaped weights, a flat block", SPLIT_WEIGHTS),
     Alternate(
         "predictions computed",

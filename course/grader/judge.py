@@ -37,7 +37,23 @@ CLASSIC_FACTORS = {
 }
 
 
-def _describe_mismatch(got: np.ndarray, want: np.ndarray, rtol: float) -> str:
+def close_errors(got: np.ndarray, want: np.ndarray, noise_floor: float = 0.0) -> np.ndarray:
+    """The relative error of each entry (course.gradcheck.relative_errors); with a noise
+    floor (Rule.noise_floor), an entry smaller than that share of want's largest is
+    measured against that instead of against itself."""
+    errors = relative_errors(got, want)
+    if noise_floor and want.size and got.shape == want.shape:
+        scale = noise_floor * float(np.max(np.abs(want)))
+        with np.errstate(all="ignore"):
+            floored = np.abs(got / 2 - want / 2) / (scale / 2)
+        small = (np.abs(got) + np.abs(want)) < scale
+        errors = np.where(small, floored, errors)
+    return errors
+
+
+def _describe_mismatch(
+    got: np.ndarray, want: np.ndarray, rtol: float, noise_floor: float = 0.0
+) -> str:
     """Say how `got` differs from `want` without revealing `want`."""
     if got.shape != want.shape:
         if got.shape == want.shape[::-1] and got.ndim == 2:
@@ -57,7 +73,7 @@ def _describe_mismatch(got: np.ndarray, want: np.ndarray, rtol: float) -> str:
         # With one number, its relative error and the student's own value give the
         # expected value away: say only that it is off.
         return f"is off, beyond the tolerance ({rtol:.0e})"
-    errors = relative_errors(got, want)
+    errors = close_errors(got, want, noise_floor)
     wrong = int(np.sum(errors > rtol))
     where = f" at {wrong} of {want.size} entries"
     return f"is off: relative error {float(errors.max()):.1e}{where} (tolerance {rtol:.0e})"
@@ -102,13 +118,12 @@ def judge_one(key: str, got, want, rule: Rule) -> Result:
     ok = (
         got_a.shape == want_a.shape
         and bool(np.all(np.isfinite(got_a)))
-        and bool(np.all(relative_errors(got_a, want_a) <= rtol))
+        and bool(np.all(close_errors(got_a, want_a, rule.noise_floor) <= rtol))
     )
     if ok:
         return Result(key, True, rule.weight)
-    return Result(
-        key, False, rule.weight, f"{label} {_describe_mismatch(got_a, want_a, rtol)}.{hint}"
-    )
+    why = _describe_mismatch(got_a, want_a, rtol, rule.noise_floor)
+    return Result(key, False, rule.weight, f"{label} {why}.{hint}")
 
 
 def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:

@@ -83,6 +83,12 @@ class Rule:
     # likely mistake is the first such hint, not `hint` (a dk hint about the transpose is
     # wrong when dq, computed from the same softmax Jacobian, is off as well).
     hint_unless: tuple[tuple[str, str], ...] = ()
+    # For a "close" rule: entries smaller than this share of the reference's largest are
+    # judged at that scale. Where a result is a cancellation (a saturated softmax's
+    # Jacobian: p * (dp - sum(dp * p)) with p near 0 or 1), its tiny entries are rounding
+    # noise that differs between correct implementations (max-shift or log-sum-exp) by far
+    # more than rtol of themselves, while a real mistake moves the large ones.
+    noise_floor: float = 0.0
 
     def __post_init__(self):
         if self.kind not in ("close", "true", "below"):
