@@ -114,7 +114,15 @@ def prepare(root: Path) -> list[str]:
                 as_this_kernel_describes_it(notebook)
             copied.append(assignment.name)
     write_start_page(root)  # the course's page, not the learner's: regenerated each time
-    export(root)  # each later assignment gets the learner's own earlier code (course.carry)
+    # Each later assignment gets the learner's own earlier code (course.carry); one line
+    # for all of them, not one per module (issue 33's persona walk: 12 lines on a first run).
+    written = export(root, quiet=True)
+    if written:
+        folders = sorted({path.parent.name for path in written})
+        print(
+            f"work/: your earlier code carried into {len(folders)} assignment folder(s) "
+            f"({len(written)} my_*.py module(s); `course export` does it again)"
+        )
     return copied
 
 

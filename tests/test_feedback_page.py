@@ -10,8 +10,11 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from course.grader.nbgrader_ext import FEEDBACK_CSS, ExerciseFeedback
 
 
-def graded_cell(grade_id, score, points, report):
-    cell = new_code_cell('check("x", globals())')
+def graded_cell(grade_id, score, points, report, described="what it checks"):
+    cell = new_code_cell(
+        f"# Hidden check ({points} points): {described},\n# over two lines.\n"
+        '### BEGIN HIDDEN TESTS\ncheck("x", globals())\n### END HIDDEN TESTS'
+    )
     cell.metadata["nbgrader"] = {
         "grade": True,
         "solution": False,
@@ -30,7 +33,8 @@ def test_the_feedback_names_exercises_and_drops_the_bare_score():
     nb = new_notebook(
         cells=[
             new_markdown_cell("## 1 · Graphs\n### Hidden checks of the `Value` engine"),
-            graded_cell("value_ops", 2.0, 3, "value_ops: 2 of 3\n  FAIL a * b\n"),
+            graded_cell("value_ops", 2.0, 3, "value_ops: 2 of 3\n  FAIL a * b\n", "+ - * /"),
+            graded_cell("value_functions", 1.0, 1, "all pass\n", "exp and log"),
             new_markdown_cell("### Exercise 2.1: <a numerical gradient>"),
             graded_cell("eval_numerical_gradient", 3.0, 3, "all pass\n"),
         ]
@@ -38,9 +42,14 @@ def test_the_feedback_names_exercises_and_drops_the_bare_score():
     resources = {"nbgrader": {"late_penalty": 1.5}, "inlining": {"css": ["nbconvert's"]}}
     nb, resources = ExerciseFeedback().preprocess(nb, resources)
     table = nb.cells[0].source
-    assert '<a href="#value_ops">Hidden checks of the Value engine</a>' in table
-    assert "2 / 3" in table and "3 / 3" in table
-    assert '#eval_numerical_gradient">Exercise 2.1: &lt;a numerical gradient&gt;</a>' in table
+    rows = table.split("<tr>")[2:]
+    assert rows[0].startswith("<td>Hidden checks of the Value engine</td>")
+    assert '<a href="#value_ops"><code>value_ops</code></a>' in rows[0]
+    assert "<td>+ - * /, over two lines.</td>" in rows[0] and "2 / 3" in rows[0]
+    # A section's name once, however many hidden checks it has (issue 33's persona walk).
+    assert rows[1].startswith("<td></td>") and "exp and log, over two lines." in rows[1]
+    assert rows[2].startswith("<td>Exercise 2.1: &lt;a numerical gradient&gt;</td>")
+    assert '<a href="#eval_numerical_gradient">' in rows[2] and "3 / 3" in rows[2]
     assert "Late submission" in table and "-1.5" in table
     for cell in nb.cells[1:]:
         kinds = [o["output_type"] for o in cell.get("outputs", [])]

@@ -22,10 +22,13 @@ def course(tmp_path):
     return ScratchCourse(tmp_path / "course")
 
 
-def test_work_copies_are_made_once_and_never_overwritten(course):
+def test_work_copies_are_made_once_and_never_overwritten(course, capsys):
     released = sorted(p.name for p in (course.root / "release").iterdir() if p.is_dir())
     assert "01_backprop" in released
     assert workspace.prepare(course.root) == released
+    # The carried modules in one line, not one per module (issue 33's persona walk).
+    [line] = capsys.readouterr().out.splitlines()
+    assert line.startswith("work/: your earlier code carried into ") and "course export" in line
     mine = course.root / "work" / "01_backprop" / "backprop.ipynb"
     mine.write_text(mine.read_text().replace("YOUR CODE HERE", "MY CODE"))
     before = mine.read_bytes()

@@ -545,6 +545,25 @@ def section_of(markdown: str, current: str) -> str:
     return current
 
 
+DESCRIBED = re.compile(r"^#\s*Hidden check \([^)]*\):\s*(.*)$")
+
+
+def what_it_checks(source: str) -> str:
+    """The description a grade cell opens with (`# Hidden check (3 points): ...`, over one
+    or more comment lines), or "" for a cell without one."""
+    lines = source.splitlines()
+    for index, line in enumerate(lines):
+        if m := DESCRIBED.match(line.strip()):
+            words = [m.group(1)]
+            for more in lines[index + 1 :]:
+                more = more.strip()
+                if not more.startswith("#") or more.startswith("###"):
+                    break
+                words.append(more.lstrip("#").strip())
+            return " ".join(w for w in words if w)
+    return ""
+
+
 class ExerciseFeedback(NbGraderPreprocessor):
     """generate_feedback, after GetGrades and CSSHTMLHeaderPreprocessor: a table at the top
     naming, for each hidden check, the section of the notebook it grades (the heading above
@@ -557,7 +576,7 @@ class ExerciseFeedback(NbGraderPreprocessor):
 
         from nbformat.v4 import new_markdown_cell
 
-        rows, label = [], ""
+        rows, label, previous = [], "", None
         for cell in nb.cells:
             if cell.cell_type == "markdown":
                 label = section_of(cell.source, label)
@@ -567,18 +586,25 @@ class ExerciseFeedback(NbGraderPreprocessor):
             cell.outputs = [o for o in cell.outputs if o.get("output_type") != "execute_result"]
             meta = nbgrader_meta(cell)
             score, points = float(meta.get("score") or 0), float(meta.get("points") or 0)
+            # A section with several hidden checks is named once; each row says what its
+            # check checks (issue 33's persona walk: one heading repeated on four rows).
+            section = label or grade_id
+            shown = "" if rows and section == previous else section
+            previous = section
             rows.append(
-                f'<tr><td><a href="#{escape(grade_id)}">{escape(label or grade_id)}</a></td>'
-                f"<td><code>{escape(grade_id)}</code></td><td>{score:g} / {points:g}</td></tr>"
+                f"<tr><td>{escape(shown)}</td>"
+                f'<td><a href="#{escape(grade_id)}"><code>{escape(grade_id)}</code></a></td>'
+                f"<td>{escape(what_it_checks(cell.source))}</td>"
+                f"<td>{score:g} / {points:g}</td></tr>"
             )
         late = float(resources.get("nbgrader", {}).get("late_penalty") or 0)
         if late > 0:
-            late_row = '<tr class="late-penalty"><td colspan="2">Late submission</td>'
+            late_row = '<tr class="late-penalty"><td colspan="3">Late submission</td>'
             rows.append(f"{late_row}<td>-{late:g}</td></tr>")
         if rows:
             table = (
                 '<table class="exercises"><tr><th>section</th><th>hidden check</th>'
-                "<th>score</th></tr>" + "".join(rows) + "</table>"
+                "<th>what it checks</th><th>score</th></tr>" + "".join(rows) + "</table>"
             )
             nb.cells.insert(0, new_markdown_cell(table))
         resources.setdefault("inlining", {}).setdefault("css", []).append(FEEDBACK_CSS)
