@@ -258,6 +258,21 @@ def test_the_instructors_source_notebook_carries_the_source_solutions(in_folder,
     assert f"source/{A03} (the solutions)" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    "assignment",
+    ["04_optimisers", "05_normalisation", "06_convolution", "07_recurrent", "08_attention"],
+)
+def test_each_carry_cell_runs_alone(assignment, in_folder, capsys):
+    """The cell says "Fixed one there? Save it, then re-run this cell": after a kernel
+    restart that is the only cell run, and it stopped on a NameError (issue 33's walk)."""
+    in_folder(ROOT / "source" / assignment, ROOT)
+    [path] = (ROOT / "release" / assignment).glob("*.ipynb")
+    cells = [c for c in read(path).cells if carry_module.is_carry_cell(c)]
+    assert cells
+    for cell in cells:
+        exec(compile(cell.source, cell.metadata["nbgrader"]["grade_id"], "exec"), {})
+
+
 # ---------------------------------------------------------------- end to end, graded
 
 

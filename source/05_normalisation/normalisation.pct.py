@@ -32,7 +32,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tqdm.auto import tqdm
 
-from course.carry import carry
 from course.data import digits
 from course.gradcheck import gradient_error, rel_error
 from course.notebook import check_it, explore_plot
@@ -52,12 +51,14 @@ from course.training import accuracy, fit
 
 # %% nbgrader={"grade": false, "grade_id": "carried_from_03", "locked": true, "schema_version": 3, "solution": false}
 # Your functions from 03 (work/03_multilayer). Fixed one there? Save 03, then re-run this cell.
+from course.carry import carry  # imported here: this cell may be re-run alone
 affine_forward, affine_backward, relu_forward, relu_backward, softmax_loss, sgd = carry(
     "03_multilayer", "affine_forward affine_backward relu_forward relu_backward softmax_loss sgd"
 )
 
 # %% nbgrader={"grade": false, "grade_id": "carried_from_04", "locked": true, "schema_version": 3, "solution": false}
 # Your network and Adam from 04 (work/04_optimisers); part 4 finishes this network.
+from course.carry import carry  # imported here: this cell may be re-run alone
 FullyConnectedNet04, adam = carry("04_optimisers", "FullyConnectedNet adam")
 
 # %% [markdown]

@@ -34,7 +34,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 from tqdm.auto import tqdm
 
-from course.carry import carry
 from course.data import char_data
 from course.gradcheck import gradient_error
 from course.notebook import check_it, explore_plot
@@ -49,6 +48,7 @@ from course.notebook import check_it, explore_plot
 
 # %% nbgrader={"grade": false, "grade_id": "carried_from_04", "locked": true, "schema_version": 3, "solution": false}
 # Your Adam from 04 (work/04_optimisers).
+from course.carry import carry  # imported here: this cell may be re-run alone
 (adam,) = carry("04_optimisers", "adam")
 
 # %% [markdown]
