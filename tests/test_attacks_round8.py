@@ -204,7 +204,7 @@ _fast_forward = conv_forward_fast
 
 
 def conv_forward_fast(x, w, b, conv_param):
-    _time.sleep(0.04)
+    _time.sleep(0.005)  # 1501 runs: within the probe's 20 s budget
     return _fast_forward(x, w, b, conv_param)
 """
 

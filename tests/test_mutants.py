@@ -61,6 +61,101 @@ def in_process(module, variant, inputs=None) -> dict[str, float]:
     return judge_in_process(nb, answers_of(module, variant), inputs)
 
 
+# ------------------------------------------------- judging only what a variant can change
+# A hidden check whose judging of the reference never ran a line of the cells a variant
+# changes sees exactly the reference's calls on the same inputs, so it scores what the
+# reference scores (full marks, tests/test_build.py and test_notebooks.py): the harness
+# judges only the checks that ran a changed cell, about half of them. Sound only where the
+# changed cells do nothing at their top level but define functions and classes and import,
+# and bind the same names as the reference's cells (no global state a check could read
+# without calling them); any other variant is judged on every check. The agreement test
+# below compares this with a full judging and with real nbgrader.
+
+
+@functools.cache
+def cells_run_by_check(module) -> dict[str, frozenset[str]]:
+    """{grade id: the solution cells whose code ran while that check judged the reference
+    solutions on the public inputs}."""
+    import sys
+    import threading
+
+    from course.grader.model import get_check
+    from course.grader.probe import probe
+    from course.grader.sources import solution_namespace
+
+    nb = source_notebook(module.ASSIGNMENT, module.NOTEBOOK)
+    cell_of_file = {f"<deps:{c.id}>": solution_cell_id(c) for c in nb.cells if solution_cell_id(c)}
+    namespace = solution_namespace(nb, "deps")
+    found = {}
+    for cell in nb.cells:
+        name = grade_id_of_test_cell(cell)
+        if name is None:
+            continue
+        ran = set()
+
+        def note(frame, event, arg, ran=ran):
+            if event == "call" and frame.f_code.co_filename in cell_of_file:
+                ran.add(cell_of_file[frame.f_code.co_filename])
+
+        before = sys.getprofile()
+        sys.setprofile(note)
+        threading.setprofile(note)
+        try:
+            probe(get_check(name), namespace)
+        finally:
+            sys.setprofile(before)
+            threading.setprofile(None)
+        found[name] = frozenset(ran)
+    return found
+
+
+def _binds(code: str) -> set[str] | None:
+    """The names a cell's top level binds, or None unless all it does is define functions
+    and classes (undecorated), import, and hold docstrings, with no `global` anywhere."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    if any(isinstance(node, ast.Global | ast.Nonlocal) for node in ast.walk(tree)):
+        return None
+    names = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef) and not node.decorator_list:
+            names.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+            return None
+    return names
+
+
+def changed_cells(module, variant) -> set[str] | None:
+    """The solution cells a variant changes, or None where judging only the checks that
+    run them would not be sound (see above)."""
+    solutions = solution_sources(source_notebook(module.ASSIGNMENT, module.NOTEBOOK))
+    answers = answers_of(module, variant)
+    changed = {cell for cell, code in answers.items() if code != solutions.get(cell)}
+    for cell in changed:
+        ours = _binds(solutions[cell]) if cell in solutions else None
+        if ours is None or _binds(answers[cell]) != ours:
+            return None
+    return changed
+
+
+def in_process_affected(module, variant, inputs=None) -> dict[str, float]:
+    """As in_process, judging only the checks that run a cell the variant changes; the
+    others score what the reference scores, full marks."""
+    changed = changed_cells(module, variant)
+    if changed is None:
+        return in_process(module, variant, inputs)
+    only = {name for name, cells in cells_run_by_check(module).items() if cells & changed}
+    nb = source_notebook(module.ASSIGNMENT, module.NOTEBOOK)
+    judged = judge_in_process(nb, answers_of(module, variant), inputs, only=only)
+    return {name: judged.get(name, points) for name, points in max_scores(module).items()}
+
+
 def reports_in_process(module, variant) -> dict[str, tuple[float, str]]:
     """{grade id: (points, report)}, judged as `in_process` does, with the report's words."""
     from course.authoring.build import solution_namespace
@@ -108,7 +203,7 @@ def params():
 def test_variant(module, kind, variant):
     for code in answers_of(module, variant).values():
         compile(code, variant.name, "exec")  # a mutant that is a syntax error proves nothing
-    full, got = max_scores(module), in_process(module, variant)
+    full, got = max_scores(module), in_process_affected(module, variant)
     if kind == "alternate":
         assert got == full, f"a correct implementation lost points: {got}"
         return
@@ -145,6 +240,8 @@ def test_in_process_judging_agrees_with_nbgrader(module, tmp_path):
         # The secret inputs of that submission in that run (course.grader.inputs).
         inputs = submission_inputs(batch.course.root, module.ASSIGNMENT, f"variant{index}")
         assert graded[f"variant{index}"] == in_process(module, variant, inputs), variant.name
+        # The shortcut test_variant takes gives the same scores as judging every check.
+        assert graded[f"variant{index}"] == in_process_affected(module, variant, inputs)
     assert set(graded["blank"].values()) == {0.0}, "the blank release earns points"
 
 

@@ -154,7 +154,7 @@ class ScratchCourse:
 
 
 def judge_in_process(
-    source_nb: nbformat.NotebookNode, answers: dict[str, str], inputs=None
+    source_nb: nbformat.NotebookNode, answers: dict[str, str], inputs=None, only=None
 ) -> dict[str, float]:
     """{grade id: points} of every hidden check, with solution cells replaced by `answers`.
 
@@ -163,7 +163,7 @@ def judge_in_process(
     in, decoded, judged). A fast path for the mutation harness, which also checks that it
     agrees with real nbgrader grading.
     inputs: a run's seeds and references (course.grader.inputs.Inputs); None: the public
-    ones of the committed references/.
+    ones of the committed references/. only: the grade ids to judge (None: every one).
     """
     from course.grader.judge import verdict
     from course.grader.model import encode, get_check
@@ -174,7 +174,7 @@ def judge_in_process(
     scores = {}
     for cell in source_nb.cells:
         name = grade_id_of_test_cell(cell)
-        if name is None:
+        if name is None or (only is not None and name not in only):
             continue
         seed = None if inputs is None else inputs.seeds[name]
         reference = None if inputs is None else inputs.reference(name)
