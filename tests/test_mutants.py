@@ -119,6 +119,13 @@ def test_variant(module, kind, variant):
     assert variant.loses, "a mutant must name the grade cells it should lose points in"
     missing = variant.loses - lost
     assert not missing, f"survived in {sorted(missing)}; lost only in {sorted(lost)}"
+    if variant.keeps_at_most is not None:
+        kept = {
+            cell: got[cell]
+            for cell in variant.loses
+            if got[cell] > variant.keeps_at_most * full[cell] + 1e-9
+        }
+        assert not kept, f"a wrong value kept more than {variant.keeps_at_most:.0%}: {kept}"
 
 
 def sample(module) -> list:

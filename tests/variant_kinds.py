@@ -7,6 +7,8 @@ implementation, written out in full; it must keep full marks.
 
 from dataclasses import dataclass, field
 
+from course.checks.common import WRONG_VALUE_CAP
+
 
 @dataclass(frozen=True)
 class Mutant:
@@ -15,6 +17,9 @@ class Mutant:
     edits: tuple[tuple[str, str], ...]  # (old, new); each old must occur exactly once
     loses: frozenset[str] = field(default_factory=frozenset)  # grade cells that must lose points
     code: str | None = None  # a whole replacement of the cell, instead of edits
+    # A wrong value (an output, a gradient, a state): each cell of `loses` may keep at most
+    # this share of its points, not merely lose some (course.grader.model.Rule.cap).
+    keeps_at_most: float | None = None
 
 
 @dataclass(frozen=True)
@@ -25,6 +30,12 @@ class Alternate:
 
 def m(name, cell, loses, *edits):
     return Mutant(name, cell, tuple(edits), frozenset(loses))
+
+
+def wrong(name, cell, loses, *edits):
+    """A mutant whose bug is a wrong value: each cell of `loses` keeps at most half its
+    points (a capped rule fails), not just less than all of them."""
+    return Mutant(name, cell, tuple(edits), frozenset(loses), keeps_at_most=WRONG_VALUE_CAP)
 
 
 @dataclass(frozen=True)

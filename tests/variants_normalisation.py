@@ -1,6 +1,6 @@
 """Student variants of assignment 05 for the mutation harness (see tests/variant_kinds.py)."""
 
-from tests.variant_kinds import Alternate, m
+from tests.variant_kinds import Alternate, m, wrong
 
 ASSIGNMENT, NOTEBOOK = "05_normalisation", "normalisation"
 
@@ -232,11 +232,17 @@ MUTANTS = [
             "mask = (np.random.rand(x.shape[1]) < p) / p",
         ),
     ),
-    m(
+    wrong(
         "dropout: test mode scales by p",
         DF,
         {"dropout_forward"},
         ("mask, out = None, x", "mask, out = None, x * p"),
+    ),
+    wrong(
+        "dropout: test mode divides by p too",
+        DF,
+        {"dropout_forward"},
+        ("mask, out = None, x", "mask, out = None, x / p"),
     ),
     m(
         "dropout: a generator that ignores the seed",

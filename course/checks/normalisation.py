@@ -586,11 +586,14 @@ register(
                 hint="a mode other than 'train' or 'test' raises a ValueError (the API).",
             ),
             # Credited only with the train mode's scaling: the identity passes test mode.
+            # A rescaled test mode (x / p, x * p) is a wrong output: capped.
             "test": Rule(
                 "test-mode output for",
                 rtol=1e-12,
                 weight=2,
-                hint="test mode returns x unchanged.",
+                cap=WRONG_VALUE_CAP,
+                hint="test mode returns x unchanged (inverted dropout already rescaled the "
+                "kept units in train mode).",
                 requires="scale",
             ),
         },
