@@ -17,6 +17,7 @@ import pytest
 from course.authoring.build import notebook_from_text
 from course.authoring.classroom import judge_in_process, mutate, solution_sources
 from course.checks import assignment_modules
+from course.checks.common import WRONG_VALUE_CAP
 from course.grader.cells import grade_id_of_test_cell, nbgrader_meta, solution_cell_id
 from course.grader.inputs import Inputs
 from course.grader.parallel import make_job
@@ -119,13 +120,8 @@ def test_variant(module, kind, variant):
     assert variant.loses, "a mutant must name the grade cells it should lose points in"
     missing = variant.loses - lost
     assert not missing, f"survived in {sorted(missing)}; lost only in {sorted(lost)}"
-    if variant.keeps_at_most is not None:
-        kept = {
-            cell: got[cell]
-            for cell in variant.loses
-            if got[cell] > variant.keeps_at_most * full[cell] + 1e-9
-        }
-        assert not kept, f"a wrong value kept more than {variant.keeps_at_most:.0%}: {kept}"
+    kept = {c: got[c] for c in variant.capped if got[c] > WRONG_VALUE_CAP * full[c] + 1e-9}
+    assert not kept, f"a wrong value kept more than {WRONG_VALUE_CAP:.0%} of {kept}"
 
 
 def sample(module) -> list:

@@ -44,7 +44,7 @@ MUTANTS = [
         {"batchnorm_forward"},
         ("std = np.sqrt(var + eps)", "std = np.sqrt(var) + eps"),
     ),
-    m(
+    wrong(
         "bn forward: PyTorch's momentum convention",
         BNF,
         {"batchnorm_forward", "finished_net", TRAINING},
@@ -56,12 +56,35 @@ MUTANTS = [
             "running_var = momentum * running_var + (1 - momentum) * var",
             "running_var = (1 - momentum) * running_var + momentum * var",
         ),
+        capped={"batchnorm_forward"},
     ),
-    m(
+    wrong(
         "bn forward: unbiased variance in the running average",
         BNF,
         {"batchnorm_forward"},
         ("(1 - momentum) * var", "(1 - momentum) * var * len(x) / (len(x) - 1)"),
+    ),
+    wrong(
+        "bn forward: momentum swapped in the running variance only",
+        BNF,
+        {"batchnorm_forward"},
+        (
+            "running_var = momentum * running_var + (1 - momentum) * var",
+            "running_var = momentum * var + (1 - momentum) * running_var",
+        ),
+    ),
+    wrong(
+        "bn forward: the running mean never updated",
+        BNF,
+        {"batchnorm_forward"},
+        ("running_mean = momentum * running_mean + (1 - momentum) * mu", "pass"),
+    ),
+    wrong(
+        "bn forward: the running averages replaced by the batch's statistics",
+        BNF,
+        {"batchnorm_forward"},
+        ("running_mean = momentum * running_mean + (1 - momentum) * mu", "running_mean = mu"),
+        ("running_var = momentum * running_var + (1 - momentum) * var", "running_var = var"),
     ),
     m(
         "bn forward: test mode normalises with the batch",
