@@ -606,6 +606,19 @@ ALTERNATES = [
     ),
 ]
 
+# A wrong forward pass is named first, and the gradients computed from its cache blame it
+# (tests/test_mutants.py::test_a_report_names_the_failure_that_explains_the_others).
+FORWARD_BLAMED = {"gradient ": "fix the forward pass first"}
+FIRST_FAILURE = {
+    "rnn step: bias missing": {"rnn_step": ("next_h for", FORWARD_BLAMED)},
+    "rnn sequence: every step starts from h0": {"rnn_sequence": ("h for", FORWARD_BLAMED)},
+    "lstm step: h from the cell state without tanh": {"lstm_step": ("next_h for", FORWARD_BLAMED)},
+    "lstm sequence: the cell state reset at every step": {
+        "lstm_sequence": ("h for", FORWARD_BLAMED)
+    },
+    "lstm sequence: c0 = h0": {"lstm_sequence": ("h for", FORWARD_BLAMED)},
+}
+
 # Code in another well-known convention: it loses points, and the report names it.
 CONVENTIONS = [
     Convention(

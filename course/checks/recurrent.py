@@ -136,6 +136,13 @@ def layer_rules(
     }
     if by_hand:
         rules["byhand"] = BY_HAND_RULE
+    # A wrong forward pass makes every gradient computed from its cache wrong as well:
+    # then the likely mistake is the forward's, not the backward's.
+    forward_first = tuple(
+        (key, f"your {words} for this case is off too: fix the forward pass first (the "
+         "gradients are computed from its cache).")
+        for key, words in outputs.items()
+    )  # fmt: skip
     rules["grad"] = Rule(
         "gradient",
         rtol=1e-7,
@@ -143,6 +150,7 @@ def layer_rules(
         hint=hints.get("grad", ""),
         cap=WRONG_VALUE_CAP,
         requires=hand,
+        hint_unless=forward_first,
     )
     rules["selfcheck"] = Rule(
         f"{what} gradients against centred differences of your own forward pass, for",
