@@ -7,8 +7,6 @@ implementation, written out in full; it must keep full marks.
 
 from dataclasses import dataclass, field
 
-from course.checks.common import WRONG_VALUE_CAP
-
 
 @dataclass(frozen=True)
 class Mutant:
