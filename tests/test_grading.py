@@ -396,6 +396,40 @@ def test_a_required_check_must_pass_for_credit():
     assert score(chk, list(results.values())) == 1.0
 
 
+def test_a_gradient_of_a_wrong_forward_blames_the_forward_and_comes_after_it():
+    """Rule.hint_unless: "grad:dW, <case>" reads "out:<case>", the forward of its case; its
+    failure is then reported after the forward's."""
+    chk = Check(
+        "h",
+        "00_none/none",
+        2,
+        lambda s, r, o: None,
+        rules={
+            "out": Rule("out for", hint="the forward"),
+            "grad": Rule(
+                "gradient", hint="the backward", hint_unless=(("out", "fix the forward"),)
+            ),
+        },
+    )
+    reference = {
+        "grad:dW, a, b": np.array([1.0, 2.0]),
+        "grad:dW, c": np.array([1.0, 2.0]),
+        "out:a, b": np.array([1.0, 3.0]),
+        "out:c": np.array([1.0, 3.0]),
+    }
+    outputs = {
+        "grad:dW, a, b": np.array([1.0, 5.0]),
+        "grad:dW, c": np.array([1.0, 5.0]),
+        "out:a, b": np.array([1.0, 4.0]),  # the forward of case "a, b" is off
+        "out:c": np.array([1.0, 3.0]),
+    }
+    results = judge.judge(chk, outputs, reference)
+    by_key = {r.key: r for r in results}
+    assert by_key["grad:dW, a, b"].message.endswith("Likely mistake: fix the forward")
+    assert by_key["grad:dW, c"].message.endswith("Likely mistake: the backward")
+    assert [r.key for r in results if not r.passed] == ["grad:dW, c", "out:a, b", "grad:dW, a, b"]
+
+
 def test_report_lists_failures_up_to_a_limit():
     chk = dummy_check(points=2)
     results = [Result(f"k{i}", False, 1.0, f"message {i}") for i in range(11)]

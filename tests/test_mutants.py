@@ -17,6 +17,7 @@ import pytest
 from course.authoring.build import notebook_from_text
 from course.authoring.classroom import judge_in_process, mutate, solution_sources
 from course.checks import assignment_modules
+from course.checks.common import WRONG_VALUE_CAP
 from course.grader.cells import grade_id_of_test_cell, nbgrader_meta, solution_cell_id
 from course.grader.inputs import Inputs
 from course.grader.parallel import make_job
@@ -190,6 +191,30 @@ def test_another_convention_loses_points_and_is_named(module, variant):
         )
 
 
+def first_failures():
+    for module in MODULES:
+        for name, cells in getattr(module, "FIRST_FAILURE", {}).items():
+            yield pytest.param(module, name, cells, id=f"{module.ASSIGNMENT} report: {name}")
+
+
+@pytest.mark.parametrize(("module", "name", "cells"), list(first_failures()))
+def test_a_report_names_the_failure_that_explains_the_others(module, name, cells):
+    """FIRST_FAILURE: {mutant: {grade cell: (how its first failure starts, {how failures
+    start: words each of them must hold})}}: a wrong forward pass is named before the
+    gradients computed from it, and they blame it, not the backward pass."""
+    (variant,) = [v for v in module.MUTANTS if v.name == name]
+    judged = reports_in_process(module, variant)
+    for cell, (first, words) in cells.items():
+        report = judged[cell][1]
+        fails = [
+            line[len("  FAIL ") :] for line in report.splitlines() if line.startswith("  FAIL ")
+        ]
+        assert fails and fails[0].startswith(first), f"{cell}:\n{report}"
+        for start, blamed in words.items():
+            off = [line for line in fails if line.startswith(start) and blamed not in line]
+            assert not off, f"{cell}: a failure blames another mistake:\n{off[0]}"
+
+
 def params():
     for module in MODULES:
         for kind, found in (("mutant", module.MUTANTS), ("alternate", module.ALTERNATES)):
@@ -214,6 +239,8 @@ def test_variant(module, kind, variant):
     assert variant.loses, "a mutant must name the grade cells it should lose points in"
     missing = variant.loses - lost
     assert not missing, f"survived in {sorted(missing)}; lost only in {sorted(lost)}"
+    kept = {c: got[c] for c in variant.capped if got[c] > WRONG_VALUE_CAP * full[c] + 1e-9}
+    assert not kept, f"a wrong value kept more than {WRONG_VALUE_CAP:.0%} of {kept}"
 
 
 def sample(module) -> list:

@@ -15,6 +15,10 @@ class Mutant:
     edits: tuple[tuple[str, str], ...]  # (old, new); each old must occur exactly once
     loses: frozenset[str] = field(default_factory=frozenset)  # grade cells that must lose points
     code: str | None = None  # a whole replacement of the cell, instead of edits
+    # Grade cells (of `loses`) where the bug is a wrong value (an output, a gradient, a
+    # state): they may keep at most WRONG_VALUE_CAP of their points, not merely lose some
+    # (course.grader.model.Rule.cap).
+    capped: frozenset[str] = field(default_factory=frozenset)
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,15 @@ class Alternate:
 
 def m(name, cell, loses, *edits):
     return Mutant(name, cell, tuple(edits), frozenset(loses))
+
+
+def wrong(name, cell, loses, *edits, capped=None):
+    """A mutant whose bug is a wrong value: each cell of `capped` (all of `loses` unless
+    given) keeps at most WRONG_VALUE_CAP of its points, not just less than all of them."""
+    loses = frozenset(loses)
+    capped = loses if capped is None else frozenset(capped)
+    assert capped <= loses, f"{name}: a capped cell must be one it loses points in"
+    return Mutant(name, cell, tuple(edits), loses, capped=capped)
 
 
 @dataclass(frozen=True)

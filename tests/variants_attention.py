@@ -1,6 +1,6 @@
 """Student variants of assignment 08 for the mutation harness (see tests/variant_kinds.py)."""
 
-from tests.variant_kinds import Alternate, m
+from tests.variant_kinds import Alternate, m, wrong
 
 ASSIGNMENT, NOTEBOOK = "08_attention", "attention"
 
@@ -16,6 +16,12 @@ MUTANTS = [
         SM,
         {"softmax"},
         ("shifted = x - np.max(x, axis=axis, keepdims=True)", "shifted = x"),
+    ),
+    wrong(
+        "softmax: shifted by the largest entry of the whole array (np.max(x))",
+        SM,
+        {"softmax"},
+        ("np.max(x, axis=axis, keepdims=True)", "np.max(x)"),
     ),
     m(
         "softmax: summed over the last axis whatever `axis`",
@@ -254,6 +260,14 @@ MUTANTS = [
 ]
 
 EXPECTED_SURVIVORS: set[str] = set()
+
+# The failure that explains the others first, and its cause named (tests/test_mutants.py::
+# test_a_report_names_the_failure_that_explains_the_others): a backward without the
+# 1 / sqrt(d) is sqrt(d) times off in dq and dk (twice, when d = 4), not a Jacobian's mistake.
+SCALE_NAMED = {"dq with": "sqrt(d) times", "dk with": "sqrt(d) times"}
+FIRST_FAILURE = {
+    "attention backward: the 1 / sqrt(d) forgotten": {"attention_backward": ("d", SCALE_NAMED)},
+}
 
 
 # One alternate: einsum, heads one at a time, a staged block with a dict cache.

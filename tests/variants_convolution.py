@@ -5,7 +5,7 @@ assertions stay out of the tests, so `conv_fast_speed` is shown to catch wrong r
 (its time is credited only when the fast pair matches the loops).
 """
 
-from tests.variant_kinds import Alternate, m
+from tests.variant_kinds import Alternate, m, wrong
 
 ASSIGNMENT, NOTEBOOK = "06_convolution", "convolution"
 
@@ -220,13 +220,25 @@ MUTANTS = [
         ("dflat = dout.transpose(0, 2, 3, 1).reshape(-1, C)", "dflat = dout.reshape(-1, C)"),
     ),
     # SmallConvNet
-    m(
+    wrong(
         "net: He's fan-in of the convolution as C, not C * 3 * 3",
         NET,
         {"convnet_training"},
         ("np.sqrt(2 / (C * 9))", "np.sqrt(2 / C)"),
     ),
-    m(
+    wrong(
+        "net: He's rule with the convolution's fan-out, F * 3 * 3",
+        NET,
+        {"convnet_training"},
+        ("np.sqrt(2 / (C * 9))", "np.sqrt(2 / (num_filters * 9))"),
+    ),
+    wrong(
+        "net: the convolution's weights of std 1 (He's factor forgotten)",
+        NET,
+        {"convnet_training"},
+        ("* np.sqrt(2 / (C * 9))", ""),
+    ),
+    wrong(
         "net: every weight at scale 0.01",
         NET,
         {"convnet_training"},

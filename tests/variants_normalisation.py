@@ -1,6 +1,6 @@
 """Student variants of assignment 05 for the mutation harness (see tests/variant_kinds.py)."""
 
-from tests.variant_kinds import Alternate, m
+from tests.variant_kinds import Alternate, m, wrong
 
 ASSIGNMENT, NOTEBOOK = "05_normalisation", "normalisation"
 
@@ -44,7 +44,7 @@ MUTANTS = [
         {"batchnorm_forward"},
         ("std = np.sqrt(var + eps)", "std = np.sqrt(var) + eps"),
     ),
-    m(
+    wrong(
         "bn forward: PyTorch's momentum convention",
         BNF,
         {"batchnorm_forward", "finished_net", TRAINING},
@@ -56,12 +56,35 @@ MUTANTS = [
             "running_var = momentum * running_var + (1 - momentum) * var",
             "running_var = (1 - momentum) * running_var + momentum * var",
         ),
+        capped={"batchnorm_forward"},
     ),
-    m(
+    wrong(
         "bn forward: unbiased variance in the running average",
         BNF,
         {"batchnorm_forward"},
         ("(1 - momentum) * var", "(1 - momentum) * var * len(x) / (len(x) - 1)"),
+    ),
+    wrong(
+        "bn forward: momentum swapped in the running variance only",
+        BNF,
+        {"batchnorm_forward"},
+        (
+            "running_var = momentum * running_var + (1 - momentum) * var",
+            "running_var = momentum * var + (1 - momentum) * running_var",
+        ),
+    ),
+    wrong(
+        "bn forward: the running mean never updated",
+        BNF,
+        {"batchnorm_forward"},
+        ("running_mean = momentum * running_mean + (1 - momentum) * mu", "pass"),
+    ),
+    wrong(
+        "bn forward: the running averages replaced by the batch's statistics",
+        BNF,
+        {"batchnorm_forward"},
+        ("running_mean = momentum * running_mean + (1 - momentum) * mu", "running_mean = mu"),
+        ("running_var = momentum * running_var + (1 - momentum) * var", "running_var = var"),
     ),
     m(
         "bn forward: test mode normalises with the batch",
@@ -232,11 +255,17 @@ MUTANTS = [
             "mask = (np.random.rand(x.shape[1]) < p) / p",
         ),
     ),
-    m(
+    wrong(
         "dropout: test mode scales by p",
         DF,
         {"dropout_forward"},
         ("mask, out = None, x", "mask, out = None, x * p"),
+    ),
+    wrong(
+        "dropout: test mode divides by p too",
+        DF,
+        {"dropout_forward"},
+        ("mask, out = None, x", "mask, out = None, x / p"),
     ),
     m(
         "dropout: a generator that ignores the seed",

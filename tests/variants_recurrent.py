@@ -1,6 +1,6 @@
 """Student variants of assignment 07 for the mutation harness (see tests/variant_kinds.py)."""
 
-from tests.variant_kinds import Alternate, Convention, m
+from tests.variant_kinds import Alternate, Convention, m, wrong
 
 ASSIGNMENT, NOTEBOOK = "07_recurrent", "recurrent"
 
@@ -142,11 +142,19 @@ MUTANTS = [
         ("prev_h, prev_c = h0, np.zeros((N, H))", "prev_h, prev_c = h0, h0.copy()"),
     ),
     # temporal layers
-    m(
+    wrong(
         "embedding: a repeated id's gradient assigned, not added",
         TL,
         {"temporal_layers", TRAINING},
         ("np.add.at(dW, x, dout)", "dW[x] = dout"),
+        capped={"temporal_layers"},
+    ),
+    wrong(
+        "embedding: dW[x] += dout (buffered: a repeated id keeps one gradient)",
+        TL,
+        {"temporal_layers", TRAINING},
+        ("np.add.at(dW, x, dout)", "dW[x] += dout"),
+        capped={"temporal_layers"},
     ),
     m(
         "temporal affine: db averaged over time",
@@ -194,7 +202,35 @@ MUTANTS = [
         ),
     ),
     # clip_grad_norm
-    m(
+    wrong(
+        "clip: nothing clipped (the gradients returned as given)",
+        CLIP,
+        {"clip_grad_norm"},
+        (
+            "return {name: g * scale for name, g in grads.items()}, total_norm",
+            "return {name: g.copy() for name, g in grads.items()}, total_norm",
+        ),
+    ),
+    wrong(
+        "clip: nothing clipped (the same dict returned)",
+        CLIP,
+        {"clip_grad_norm"},
+        (
+            "return {name: g * scale for name, g in grads.items()}, total_norm",
+            "return grads, total_norm",
+        ),
+    ),
+    wrong(
+        "clip: clipped to max_norm per element (np.clip), not by the norm",
+        CLIP,
+        {"clip_grad_norm"},
+        (
+            "return {name: g * scale for name, g in grads.items()}, total_norm",
+            "return {name: np.clip(g, -max_norm, max_norm) for name, g in grads.items()}, "
+            "total_norm",
+        ),
+    ),
+    wrong(
         "clip: each array clipped on its own",
         CLIP,
         {"clip_grad_norm", TRAINING},
@@ -204,8 +240,9 @@ MUTANTS = [
             "return {name: g * min(1.0, max_norm / np.linalg.norm(g)) for name, g in grads.items()}, "  # noqa: E501
             "total_norm",
         ),
+        capped={"clip_grad_norm"},
     ),
-    m(
+    wrong(
         "clip: always rescaled to the limit",
         CLIP,
         {"clip_grad_norm"},
@@ -568,6 +605,19 @@ ALTERNATES = [
         },
     ),
 ]
+
+# A wrong forward pass is named first, and the gradients computed from its cache blame it
+# (tests/test_mutants.py::test_a_report_names_the_failure_that_explains_the_others).
+FORWARD_BLAMED = {"gradient ": "fix the forward pass first"}
+FIRST_FAILURE = {
+    "rnn step: bias missing": {"rnn_step": ("next_h for", FORWARD_BLAMED)},
+    "rnn sequence: every step starts from h0": {"rnn_sequence": ("h for", FORWARD_BLAMED)},
+    "lstm step: h from the cell state without tanh": {"lstm_step": ("next_h for", FORWARD_BLAMED)},
+    "lstm sequence: the cell state reset at every step": {
+        "lstm_sequence": ("h for", FORWARD_BLAMED)
+    },
+    "lstm sequence: c0 = h0": {"lstm_sequence": ("h for", FORWARD_BLAMED)},
+}
 
 # Code in another well-known convention: it loses points, and the report names it.
 CONVENTIONS = [

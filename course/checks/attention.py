@@ -91,6 +91,13 @@ def probe_softmax(student, rng, out):
         ("scores near -1e3", -1e3 + 5 * rng.standard_normal((b, c)), -1),
         ("non-contiguous x[:, ::2]", wide[:, ::2], -1),
     ]
+    # Rows near +1e3 and rows near -1e3 in one array: a shift by the largest entry of the
+    # whole array (np.max(x), not along `axis`) leaves every row near -1e3 at exp(-2e3) = 0,
+    # hence 0 / 0. Drawn last, so that the other cases keep their inputs.
+    signs = np.where(np.arange(b) % 2 == 0, 1.0, -1.0)[:, None]
+    cases.append(
+        ("rows near 1e3 and rows near -1e3", 1e3 * signs + 5 * rng.standard_normal((b, c)), -1)
+    )
     for label, x, axis in cases:
         out.record(f"out:{label}", lambda x=x, axis=axis: softmax(x.copy(), axis=axis))
 
@@ -184,6 +191,24 @@ register(
 )
 
 
+def scale_factors(want) -> dict[float, tuple[str, str]]:
+    """Rule.factors of dq and dk: off by sqrt(d) (d, the last axis of q and k: of the
+    gradient itself), the 1 / sqrt(d) of the scores missing from ds, or applied twice."""
+    root = float(np.sqrt(np.shape(want)[-1]))
+    return {
+        root: (
+            "is sqrt(d) times the expected value",
+            "the scores are q k^T / sqrt(d), so ds (and both dq and dk) carries that "
+            "1 / sqrt(d): ds = p * (dp - sum(dp * p, axis=-1)) / sqrt(d).",
+        ),
+        1 / root: (
+            "is 1 / sqrt(d) times the expected value",
+            "the 1 / sqrt(d) of the scores is applied twice (to ds and again to dq and dk, "
+            "or divided by d): once, in ds.",
+        ),
+    }
+
+
 def probe_attention_backward(student, rng, out):
     forward, backward = student.attention_forward, student.attention_backward
     for label, q, k, v, mask in _attention_cases(rng):
@@ -231,6 +256,7 @@ register(
                 hint="dq = ds k / sqrt(d), ds = p * (dp - sum(dp * p, axis=-1)), dp = dout v^T.",
                 requires="byhand",
                 noise_floor=SATURATED_NOISE,
+                factors=scale_factors,
             ),
             "dk": Rule(
                 "dk with",
@@ -247,6 +273,7 @@ register(
                 cap=WRONG_VALUE_CAP,
                 requires="byhand",
                 noise_floor=SATURATED_NOISE,
+                factors=scale_factors,
             ),
             "dv": Rule(
                 "dv with", rtol=1e-7, hint="dv = p^T dout.", cap=WRONG_VALUE_CAP, requires="byhand"

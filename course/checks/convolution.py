@@ -1007,10 +1007,13 @@ register(
                 rtol=0,
                 hint="W1 (F, C, 3, 3), b1 (F,), W2 (F * (H // 2) * (W // 2), classes), b2.",
             ),
+            # A wrong initial scale (another fan, a forgotten factor) kept 2.4-2.7 of 3:
+            # capped, as any wrong value is.
             "init": Rule(
                 "initial",
                 kind="true",
                 weight=2,
+                cap=WRONG_VALUE_CAP,
                 hint="He's rule per layer: W1 from N(0, 2 / (C * 3 * 3)) (the fan-in of a "
                 "convolution is C * HH * WW, not C), W2 from N(0, 2 / (F * H/2 * W/2)).",
                 measure=he_drawn,

@@ -217,9 +217,12 @@ register(
                 "(x - mu) / sqrt(var + eps), computing var from the centred values "
                 "(mean(x**2) - mu**2 cancels when |mu| >> std), then gamma * x_hat + beta.",
             ),
+            # A wrong running average is a wrong test-mode network later: capped (a swapped
+            # momentum, an unbiased variance or a mean never updated kept 2.48-2.74 of 3).
             "running": Rule(
                 "running",
                 rtol=1e-10,
+                cap=WRONG_VALUE_CAP,
                 hint="running = momentum * running + (1 - momentum) * batch_stat (PyTorch's "
                 "momentum is 1 - ours, and PyTorch keeps the unbiased variance: this API "
                 "keeps the biased one), stored back into bn_param; zeros at first.",
@@ -586,11 +589,14 @@ register(
                 hint="a mode other than 'train' or 'test' raises a ValueError (the API).",
             ),
             # Credited only with the train mode's scaling: the identity passes test mode.
+            # A rescaled test mode (x / p, x * p) is a wrong output: capped.
             "test": Rule(
                 "test-mode output for",
                 rtol=1e-12,
                 weight=2,
-                hint="test mode returns x unchanged.",
+                cap=WRONG_VALUE_CAP,
+                hint="test mode returns x unchanged (inverted dropout already rescaled the "
+                "kept units in train mode).",
                 requires="scale",
             ),
         },

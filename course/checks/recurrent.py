@@ -136,6 +136,13 @@ def layer_rules(
     }
     if by_hand:
         rules["byhand"] = BY_HAND_RULE
+    # A wrong forward pass makes every gradient computed from its cache wrong as well:
+    # then the likely mistake is the forward's, not the backward's.
+    forward_first = tuple(
+        (key, f"your {words} for this case is off too: fix the forward pass first (the "
+         "gradients are computed from its cache).")
+        for key, words in outputs.items()
+    )  # fmt: skip
     rules["grad"] = Rule(
         "gradient",
         rtol=1e-7,
@@ -143,6 +150,7 @@ def layer_rules(
         hint=hints.get("grad", ""),
         cap=WRONG_VALUE_CAP,
         requires=hand,
+        hint_unless=forward_first,
     )
     rules["selfcheck"] = Rule(
         f"{what} gradients against centred differences of your own forward pass, for",
@@ -466,12 +474,15 @@ register(
         probe=probe_temporal_layers,
         rules={
             "embed": Rule("embedding output for", rtol=1e-12, hint="out[n, t] = W[x[n, t]]."),
+            # A wrong gradient (dW[x] = dout or dW[x] += dout kept 1.72 of 2): capped.
             "dembed": Rule(
                 "embedding dW for",
                 rtol=1e-9,
                 weight=2,
+                cap=WRONG_VALUE_CAP,
                 hint="a repeated id gets the sum of its gradients: np.add.at(dW, x, dout), "
-                "not dW[x] = dout (which keeps only the last).",
+                "not dW[x] = dout nor dW[x] += dout (a repeated index is written once: one "
+                "gradient kept).",
             ),
             "eselfcheck": Rule(
                 "embedding dW against centred differences of your own forward pass, for",
@@ -590,10 +601,13 @@ register(
         probe=probe_clip_grad_norm,
         rules={
             # 1e-6: PyTorch's max_norm / (total + 1e-6) is also right.
+            # Capped: a wrong clipped value (rescaled up to the limit when below it kept
+            # 1.5 of 2) is a wrong step.
             "clipped": Rule(
                 "clipped gradients with",
                 rtol=1e-6,
                 weight=2,
+                cap=WRONG_VALUE_CAP,
                 hint="one factor for every array, max_norm / total_norm, only when the "
                 "total (over all arrays) is above max_norm; clipping each array on its own "
                 "turns the step.",

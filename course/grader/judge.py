@@ -79,6 +79,20 @@ def _describe_mismatch(
     return f"is off: relative error {float(errors.max()):.1e}{where} (tolerance {rtol:.0e})"
 
 
+def _named_factor(got: np.ndarray, want: np.ndarray, rule: Rule) -> tuple[str, str] | None:
+    """(words, likely mistake) of the rule's own factor (Rule.factors) that got is of want,
+    if any: judged like the rule, entry by entry to 1e-6 (a factor of one number would give
+    the expected value away)."""
+    if rule.factors is None or got.shape != want.shape or np.sum(np.abs(want) > 1e-12) < 2:
+        return None
+    if not np.all(np.isfinite(got)):
+        return None
+    for k, named in rule.factors(want).items():
+        if np.all(close_errors(got, k * want, rule.noise_floor) <= 1e-6):
+            return named
+    return None
+
+
 def judge_one(key: str, got, want, rule: Rule) -> Result:
     label = f"{rule.what} {key.partition(':')[2]}".strip()
     if rule.raises:
@@ -122,6 +136,10 @@ def judge_one(key: str, got, want, rule: Rule) -> Result:
     )
     if ok:
         return Result(key, True, rule.weight)
+    named = _named_factor(got_a, want_a, rule)
+    if named is not None:
+        words, likely = named
+        return Result(key, False, rule.weight, f"{label} {words}. Likely mistake: {likely}")
     why = _describe_mismatch(got_a, want_a, rtol, rule.noise_floor)
     return Result(key, False, rule.weight, f"{label} {why}.{hint}")
 
@@ -134,14 +152,23 @@ def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
         rule = rule_for(check, key)
         read = f"{rule.uses}:{key.partition(':')[2]}" if rule.uses else key
         results[key] = judge_one(key, outputs.get(read, stopped), want, rule)
+    upstream = []  # keys whose likely mistake is another sub-check's (Rule.hint_unless)
     for key, result in results.items():
         rule = rule_for(check, key)
         for prefix, hint in rule.hint_unless if rule.hint and not result.passed else ():
-            other = results.get(f"{prefix}:{key.partition(':')[2]}")
+            other = results.get(_same_case(results, prefix, key.partition(":")[2]))
             if other is not None and not other.passed:
                 message = result.message.replace(rule.hint, hint)
-                results[key] = Result(key, False, rule.weight, message)
+                if message != result.message:  # not when the failure named its own cause
+                    results[key] = Result(key, False, rule.weight, message)
+                    upstream.append(key)
                 break
+    # The failures that explain the others come first in the report (a wrong forward pass
+    # before the gradients computed from its cache).
+    results = {
+        **{k: r for k, r in results.items() if k not in upstream},
+        **{k: results[k] for k in upstream},
+    }
     changed = True
     while changed:  # requirements chain (a selfcheck requires the loss, which requires ...)
         changed = False
@@ -190,6 +217,17 @@ def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
             why = f"{rule.what} {key.partition(':')[2]}".strip()
             results[key] = Result(key, False, rule.weight, f"{why}: not credited alone")
     return list(results.values())
+
+
+def _same_case(results: dict, prefix: str, detail: str) -> str:
+    """The key of the sub-check `prefix` of the same case as one whose detail is `detail`:
+    "<prefix>:<detail>", or, for a per-gradient detail "<gradient>, <case>" (grad:dWx, N, D,
+    H all different) where no such key exists, "<prefix>:<case>" (out:N, D, H all
+    different)."""
+    key = f"{prefix}:{detail}"
+    if key in results or ", " not in detail:
+        return key
+    return f"{prefix}:{detail.partition(', ')[2]}"
 
 
 def _caps(check: Check, results: list[Result]) -> list[tuple[float, str]]:

@@ -81,7 +81,10 @@ class Rule:
     raises: str | None = None
     # ((prefix, hint), ...): while the sub-check "<prefix>:<same detail>" fails too, the
     # likely mistake is the first such hint, not `hint` (a dk hint about the transpose is
-    # wrong when dq, computed from the same softmax Jacobian, is off as well).
+    # wrong when dq, computed from the same softmax Jacobian, is off as well). For a
+    # per-gradient sub-check "grad:dWx, <case>" with no "<prefix>:dWx, <case>", the one of
+    # its case, "<prefix>:<case>" (a forward output). Such failures come last in the report,
+    # after the failure that explains them.
     hint_unless: tuple[tuple[str, str], ...] = ()
     # For a "close" rule: entries smaller than this share of the reference's largest are
     # judged at that scale. Where a result is a cancellation (a saturated softmax's
@@ -89,6 +92,11 @@ class Rule:
     # noise that differs between correct implementations (max-shift or log-sum-exp) by far
     # more than rtol of themselves, while a real mistake moves the large ones.
     noise_floor: float = 0.0
+    # For a "close" rule: factors(reference) -> {k: (words, hint)}: a value k times the
+    # reference's (to noise_floor) is said to be `words`, with that likely mistake, before
+    # any of course.grader.judge.CLASSIC_FACTORS: a factor the student knows from the
+    # shapes, such as sqrt(d) of a gradient (d, q's last axis), reveals no expected value.
+    factors: Callable[[np.ndarray], dict[float, tuple[str, str]]] | None = None
 
     def __post_init__(self):
         if self.kind not in ("close", "true", "below"):

@@ -116,7 +116,7 @@ with check_it("Exercise 1.1"):
 
 # %% nbgrader={"grade": true, "grade_id": "softmax", "locked": true, "points": 1, "schema_version": 3, "solution": false}
 # Hidden check (1 point): values along several axes of 2-D and 3-D inputs, scores near
-# 1e3, a non-contiguous input.
+# 1e3, rows near 1e3 beside rows near -1e3, a non-contiguous input.
 ### BEGIN HIDDEN TESTS
 from course.grading import check
 
