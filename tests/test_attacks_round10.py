@@ -1,0 +1,139 @@
+"""Round 10 (an attacker briefed without the defences; 05 to 08 and the pipeline).
+
+Findings (strict xfails until fixed):
+
+1. A finite-difference backward whose code objects carry no line numbers
+   (`code.replace(co_linetable=...)` with "no location" entries): `sys.settrace` sees no
+   "line" event in it, so `lines_run` counts 1 line for a complex-step gradient of every
+   element. The tracer is never turned off, no library frame is borrowed.
+2. A finite-difference backward done by a worker process forked *before* the backward
+   (at the cell's definition): the traced thread only writes the cache to a pipe and
+   waits; the worker is not forked during the backward and is never reaped there, so
+   neither the fork hook nor `os.times()`'s children see its CPU time.
+"""
+
+# ruff: noqa: E501 (the students' code is kept verbatim, as the attacker wrote it)
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from course.authoring.classroom import judge_in_process
+from course.paths import course_root
+
+# The honest forward, keeping x, beta and eps in its cache (round 9's FWD_CACHE_X).
+FWD_CACHE_X = '\ndef batchnorm_forward(x, gamma, beta, bn_param):\n    mode = bn_param["mode"]\n    eps = bn_param.get("eps", 1e-5)\n    momentum = bn_param.get("momentum", 0.9)\n    D = x.shape[1]\n    running_mean = bn_param.get("running_mean", np.zeros(D, dtype=x.dtype))\n    running_var = bn_param.get("running_var", np.zeros(D, dtype=x.dtype))\n    if mode == "train":\n        mu = x.mean(axis=0)\n        centred = x - mu\n        var = np.mean(centred**2, axis=0)\n        std = np.sqrt(var + eps)\n        x_hat = centred / std\n        out = gamma * x_hat + beta\n        cache = (x_hat, centred, std, gamma, np.array(x, copy=True), np.array(beta, copy=True), eps)\n        running_mean = momentum * running_mean + (1 - momentum) * mu\n        running_var = momentum * running_var + (1 - momentum) * var\n    elif mode == "test":\n        out = gamma * (x - running_mean) / np.sqrt(running_var + eps) + beta\n        cache = None\n    else:\n        raise ValueError("mode")\n    bn_param["running_mean"] = running_mean\n    bn_param["running_var"] = running_var\n    return out, cache\n'
+
+# A complex step, one element at a time: no chain rule anywhere.
+FD = '''
+def _bn_f(X, gamma, beta, eps):
+    mu = X.mean(axis=0)
+    c = X - mu
+    var = (c * c).mean(axis=0)
+    return gamma * c / np.sqrt(var + eps) + beta
+
+def _fd(f, a, dout, h=1e-30):
+    g = np.zeros(a.shape)
+    for ix in np.ndindex(a.shape):
+        p = a.astype(complex); p[ix] += 1j * h
+        g[ix] = np.sum(np.imag(f(p)) / h * dout)
+    return g
+
+def _all_fd(dout, cache):
+    x_hat, centred, std, gamma, x, beta, eps = cache
+    dx = _fd(lambda v: _bn_f(v, gamma, beta, eps), x, dout)
+    dgamma = _fd(lambda v: _bn_f(x, v, beta, eps), gamma, dout)
+    dbeta = _fd(lambda v: _bn_f(x, gamma, v, eps), beta, dout)
+    return dx, dgamma, dbeta
+'''
+
+BWD_NO_LINES = FD + '''
+import types
+
+def _strip(code):
+    """The same code, every instruction at "no location": the tracer sees no line."""
+    consts = tuple(_strip(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    units = len(code.co_code) // 2
+    table = bytearray()
+    while units > 0:
+        k = min(units, 8)
+        table.append(0x80 | (15 << 3) | (k - 1))
+        units -= k
+    return code.replace(co_consts=consts, co_linetable=bytes(table))
+
+def _quiet(f):
+    return types.FunctionType(_strip(f.__code__), f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+
+def batchnorm_backward(dout, cache):
+    return _all_fd(dout, cache)
+
+_bn_f, _fd, _all_fd = _quiet(_bn_f), _quiet(_fd), _quiet(_all_fd)
+batchnorm_backward = _quiet(batchnorm_backward)
+'''
+
+BWD_PREFORKED = FD + '''
+import os, pickle, struct
+
+def _send(fd, data):
+    data = struct.pack("Q", len(data)) + data
+    while data:
+        data = data[os.write(fd, data):]
+
+def _recv(fd):
+    def exactly(n):
+        buf = b""
+        while len(buf) < n:
+            chunk = os.read(fd, n - len(buf))
+            if not chunk:
+                raise EOFError
+            buf += chunk
+        return buf
+    return exactly(struct.unpack("Q", exactly(8))[0])
+
+_ask_r, _ask_w = os.pipe()
+_got_r, _got_w = os.pipe()
+if os.fork() == 0:  # the worker: forked now, long before any backward pass runs
+    try:
+        os.close(_ask_w); os.close(_got_r)
+        while True:
+            _send(_got_w, pickle.dumps(_all_fd(*pickle.loads(_recv(_ask_r)))))
+    finally:
+        os._exit(0)
+os.close(_ask_r); os.close(_got_w)
+
+def batchnorm_backward(dout, cache):
+    _send(_ask_w, pickle.dumps((dout, cache)))
+    return pickle.loads(_recv(_got_r))
+'''
+
+
+def _source(name):
+    return nbformat.read(course_root() / "source" / f"{name}.ipynb", as_version=4)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="round 10 finding: code with no line numbers is invisible to lines_run (by_hand)",
+)
+def test_finite_difference_without_line_numbers_earns_nothing():
+    nb = _source("05_normalisation/normalisation")
+    scores = judge_in_process(
+        nb,
+        {"batchnorm_forward_solution": FWD_CACHE_X, "batchnorm_backward_solution": BWD_NO_LINES},
+    )
+    assert scores["batchnorm_forward"] == 3.0  # the forward is honest
+    assert scores["batchnorm_backward"] < 1.0, scores
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="round 10 finding: a worker process forked before the backward is not seen by lines_run",
+)
+def test_finite_difference_in_a_preforked_worker_earns_nothing():
+    nb = _source("05_normalisation/normalisation")
+    scores = judge_in_process(
+        nb,
+        {"batchnorm_forward_solution": FWD_CACHE_X, "batchnorm_backward_solution": BWD_PREFORKED},
+    )
+    assert scores["batchnorm_forward"] == 3.0
+    assert scores["batchnorm_backward"] < 1.0, scores
