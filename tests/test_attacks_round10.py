@@ -137,3 +137,91 @@ def test_finite_difference_in_a_preforked_worker_earns_nothing():
     )
     assert scores["batchnorm_forward"] == 3.0
     assert scores["batchnorm_backward"] < 1.0, scores
+
+
+# The same trick as a generic wrapper: any forward f(*arrays..., cache-free args) gets a
+# backward by central differences, every code object stripped of its line numbers.
+GENERIC_NO_LINES = '''
+import inspect, types
+
+def _numgrad(f, a, h=1e-3):
+    g = np.zeros(a.shape)
+    for ix in np.ndindex(a.shape):
+        def at(s):
+            p = np.array(a, dtype=float, copy=True); p[ix] += s; return f(p)
+        hh = h * max(1.0, abs(float(a[ix])))
+        g[ix] = (8 * (at(hh) - at(-hh)) - (at(2 * hh) - at(-2 * hh))) / (12 * hh)
+    return g
+
+def _fd_pair(fwd):
+    sig = inspect.signature(fwd)
+    def forward(*args, **kwargs):
+        bound = sig.bind(*args, **kwargs); bound.apply_defaults()
+        args = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in bound.arguments.values()]
+        res = fwd(*[np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args])
+        return (*res[:-1], (res[-1], args))
+    def backward(*douts_cache):
+        *douts, (c, args) = douts_cache
+        def scalar(i, v):
+            a2 = list(args); a2[i] = v
+            outs = fwd(*a2)[:-1]
+            return sum(float(np.sum(o * d)) for o, d in zip(outs, douts))
+        idx = [i for i, a in enumerate(args) if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+        return tuple(_numgrad(lambda v, i=i: scalar(i, v), args[i]) for i in idx)
+    return forward, backward
+
+def _strip(code):
+    consts = tuple(_strip(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    units = len(code.co_code) // 2
+    table = bytearray()
+    while units > 0:
+        k = min(units, 8)
+        table.append(0x80 | (15 << 3) | (k - 1))
+        units -= k
+    return code.replace(co_consts=consts, co_linetable=bytes(table))
+
+def _quiet(f):
+    return types.FunctionType(_strip(f.__code__), f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+
+_numgrad, _fd_pair = _quiet(_numgrad), _quiet(_fd_pair)
+'''
+
+
+def _wrapped(nb, cells, helpers, strip_forward=True):
+    from course.authoring.classroom import solution_sources
+
+    sol = solution_sources(nb)
+    answers = {}
+    for index, (cell, pairs) in enumerate(cells):
+        code = sol[cell] + "\n" + (helpers if index == 0 else "")
+        for p in pairs:
+            # The forward the differences call is the honest one, its lines stripped too.
+            if strip_forward:
+                code += f"\n{p}_forward = _quiet({p}_forward)"
+            code += f"\n{p}_forward, {p}_backward = _fd_pair({p}_forward)\n"
+        answers[cell] = code
+    return judge_in_process(nb, answers)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="round 10 finding: code with no line numbers is invisible to lines_run (by_hand)",
+)
+def test_attention_backward_without_line_numbers_earns_nothing():
+    nb = _source("08_attention/attention")
+    # attention_forward calls the learner's softmax: its lines are stripped too.
+    helpers = GENERIC_NO_LINES + "\nsoftmax = _quiet(softmax)\n"
+    scores = _wrapped(nb, [("attention_solution", ["attention"])], helpers)
+    assert scores["attention_forward"] == 3.0
+    assert scores["attention_backward"] < 1.0, scores
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="round 10 finding: code with no line numbers is invisible to lines_run (by_hand)",
+)
+def test_rnn_backward_without_line_numbers_earns_nothing():
+    nb = _source("07_recurrent/recurrent")
+    cells = [("rnn_step_solution", ["rnn_step"]), ("rnn_sequence_solution", ["rnn"])]
+    scores = _wrapped(nb, cells, GENERIC_NO_LINES)
+    assert scores["rnn_step"] < 1.0 and scores["rnn_sequence"] < 1.0, scores
