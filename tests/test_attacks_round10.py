@@ -10,6 +10,11 @@ Findings (strict xfails until fixed):
    (at the cell's definition): the traced thread only writes the cache to a pipe and
    waits; the worker is not forked during the backward and is never reaped there, so
    neither the fork hook nor `os.times()`'s children see its CPU time.
+
+Both earned batchnorm_backward's 3 of 3 under real, sandboxed `course grade`
+(test_real_grading_credits_backwards_the_line_count_cannot_see); the first also earns
+07's rnn_step and rnn_sequence in full, and 08's attention_backward 1.5 of 3 (plain
+finite differences: 0.27).
 """
 
 # ruff: noqa: E501 (the students' code is kept verbatim, as the attacker wrote it)
@@ -25,7 +30,7 @@ from course.paths import course_root
 FWD_CACHE_X = '\ndef batchnorm_forward(x, gamma, beta, bn_param):\n    mode = bn_param["mode"]\n    eps = bn_param.get("eps", 1e-5)\n    momentum = bn_param.get("momentum", 0.9)\n    D = x.shape[1]\n    running_mean = bn_param.get("running_mean", np.zeros(D, dtype=x.dtype))\n    running_var = bn_param.get("running_var", np.zeros(D, dtype=x.dtype))\n    if mode == "train":\n        mu = x.mean(axis=0)\n        centred = x - mu\n        var = np.mean(centred**2, axis=0)\n        std = np.sqrt(var + eps)\n        x_hat = centred / std\n        out = gamma * x_hat + beta\n        cache = (x_hat, centred, std, gamma, np.array(x, copy=True), np.array(beta, copy=True), eps)\n        running_mean = momentum * running_mean + (1 - momentum) * mu\n        running_var = momentum * running_var + (1 - momentum) * var\n    elif mode == "test":\n        out = gamma * (x - running_mean) / np.sqrt(running_var + eps) + beta\n        cache = None\n    else:\n        raise ValueError("mode")\n    bn_param["running_mean"] = running_mean\n    bn_param["running_var"] = running_var\n    return out, cache\n'
 
 # A complex step, one element at a time: no chain rule anywhere.
-FD = '''
+FD = """
 def _bn_f(X, gamma, beta, eps):
     mu = X.mean(axis=0)
     c = X - mu
@@ -45,9 +50,11 @@ def _all_fd(dout, cache):
     dgamma = _fd(lambda v: _bn_f(x, v, beta, eps), gamma, dout)
     dbeta = _fd(lambda v: _bn_f(x, gamma, v, eps), beta, dout)
     return dx, dgamma, dbeta
-'''
+"""
 
-BWD_NO_LINES = FD + '''
+BWD_NO_LINES = (
+    FD
+    + '''
 import types
 
 def _strip(code):
@@ -70,8 +77,11 @@ def batchnorm_backward(dout, cache):
 _bn_f, _fd, _all_fd = _quiet(_bn_f), _quiet(_fd), _quiet(_all_fd)
 batchnorm_backward = _quiet(batchnorm_backward)
 '''
+)
 
-BWD_PREFORKED = FD + '''
+BWD_PREFORKED = (
+    FD
+    + """
 import os, pickle, struct
 
 def _send(fd, data):
@@ -104,7 +114,8 @@ os.close(_ask_r); os.close(_got_w)
 def batchnorm_backward(dout, cache):
     _send(_ask_w, pickle.dumps((dout, cache)))
     return pickle.loads(_recv(_got_r))
-'''
+"""
+)
 
 
 def _source(name):
@@ -141,7 +152,7 @@ def test_finite_difference_in_a_preforked_worker_earns_nothing():
 
 # The same trick as a generic wrapper: any forward f(*arrays..., cache-free args) gets a
 # backward by central differences, every code object stripped of its line numbers.
-GENERIC_NO_LINES = '''
+GENERIC_NO_LINES = """
 import inspect, types
 
 def _numgrad(f, a, h=1e-3):
@@ -184,7 +195,7 @@ def _quiet(f):
     return types.FunctionType(_strip(f.__code__), f.__globals__, f.__name__, f.__defaults__, f.__closure__)
 
 _numgrad, _fd_pair = _quiet(_numgrad), _quiet(_fd_pair)
-'''
+"""
 
 
 def _wrapped(nb, cells, helpers, strip_forward=True):
@@ -225,3 +236,26 @@ def test_rnn_backward_without_line_numbers_earns_nothing():
     cells = [("rnn_step_solution", ["rnn_step"]), ("rnn_sequence_solution", ["rnn"])]
     scores = _wrapped(nb, cells, GENERIC_NO_LINES)
     assert scores["rnn_step"] < 1.0 and scores["rnn_sequence"] < 1.0, scores
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="round 10 finding: lines_run misses code without line numbers and pre-forked workers",
+)
+def test_real_grading_credits_backwards_the_line_count_cannot_see(tmp_path):
+    from tests.harness import Batch
+
+    batch = Batch(tmp_path, "05_normalisation", "normalisation")
+    for student, backward in (("nolines", BWD_NO_LINES), ("preforked", BWD_PREFORKED)):
+        batch.submit(
+            student,
+            batch.answered(
+                {"batchnorm_forward_solution": FWD_CACHE_X, "batchnorm_backward_solution": backward}
+            ),
+        )
+    finished = batch.course_grade()
+    assert finished.returncode in (0, 1), finished.stderr[-2000:]
+    scores = batch.scores()
+    assert scores["nolines"]["batchnorm_backward"] < 1.0, scores["nolines"]
+    assert scores["preforked"]["batchnorm_backward"] < 1.0, scores["preforked"]
