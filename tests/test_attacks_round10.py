@@ -52,13 +52,12 @@ def _all_fd(dout, cache):
     return dx, dgamma, dbeta
 """
 
-BWD_NO_LINES = (
-    FD
-    + '''
+# Student code that hides from a line tracer: every instruction of a function (and of the
+# functions inside it) at "no location".
+STRIP_LINES = """
 import types
 
 def _strip(code):
-    """The same code, every instruction at "no location": the tracer sees no line."""
     consts = tuple(_strip(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
     units = len(code.co_code) // 2
     table = bytearray()
@@ -70,13 +69,21 @@ def _strip(code):
 
 def _quiet(f):
     return types.FunctionType(_strip(f.__code__), f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+"""
+
+BWD_NO_LINES = (
+    FD
+    + """
+"""
+    + STRIP_LINES
+    + """
 
 def batchnorm_backward(dout, cache):
     return _all_fd(dout, cache)
 
 _bn_f, _fd, _all_fd = _quiet(_bn_f), _quiet(_fd), _quiet(_all_fd)
 batchnorm_backward = _quiet(batchnorm_backward)
-'''
+"""
 )
 
 BWD_PREFORKED = (
@@ -152,7 +159,8 @@ def test_finite_difference_in_a_preforked_worker_earns_nothing():
 
 # The same trick as a generic wrapper: any forward f(*arrays..., cache-free args) gets a
 # backward by central differences, every code object stripped of its line numbers.
-GENERIC_NO_LINES = """
+GENERIC_NO_LINES = (
+    """
 import inspect, types
 
 def _numgrad(f, a, h=1e-3):
@@ -181,21 +189,13 @@ def _fd_pair(fwd):
         return tuple(_numgrad(lambda v, i=i: scalar(i, v), args[i]) for i in idx)
     return forward, backward
 
-def _strip(code):
-    consts = tuple(_strip(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
-    units = len(code.co_code) // 2
-    table = bytearray()
-    while units > 0:
-        k = min(units, 8)
-        table.append(0x80 | (15 << 3) | (k - 1))
-        units -= k
-    return code.replace(co_consts=consts, co_linetable=bytes(table))
-
-def _quiet(f):
-    return types.FunctionType(_strip(f.__code__), f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+"""
+    + STRIP_LINES
+    + """
 
 _numgrad, _fd_pair = _quiet(_numgrad), _quiet(_fd_pair)
 """
+)
 
 
 def _wrapped(nb, cells, helpers, strip_forward=True):
