@@ -50,6 +50,7 @@ from course.training import accuracy, fit
 # %% nbgrader={"grade": false, "grade_id": "carried_from_03", "locked": true, "schema_version": 3, "solution": false}
 # Your functions from 03 (work/03_multilayer). Fixed one there? Save 03, then re-run this cell.
 from course.carry import carry  # imported here: this cell may be re-run alone
+
 affine_forward, affine_backward, relu_forward, relu_backward, softmax_loss, sgd = carry(
     "03_multilayer", "affine_forward affine_backward relu_forward relu_backward softmax_loss sgd"
 )

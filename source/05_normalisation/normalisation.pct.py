@@ -52,6 +52,7 @@ from course.training import accuracy, fit
 # %% nbgrader={"grade": false, "grade_id": "carried_from_03", "locked": true, "schema_version": 3, "solution": false}
 # Your functions from 03 (work/03_multilayer). Fixed one there? Save 03, then re-run this cell.
 from course.carry import carry  # imported here: this cell may be re-run alone
+
 affine_forward, affine_backward, relu_forward, relu_backward, softmax_loss, sgd = carry(
     "03_multilayer", "affine_forward affine_backward relu_forward relu_backward softmax_loss sgd"
 )
@@ -59,6 +60,7 @@ affine_forward, affine_backward, relu_forward, relu_backward, softmax_loss, sgd 
 # %% nbgrader={"grade": false, "grade_id": "carried_from_04", "locked": true, "schema_version": 3, "solution": false}
 # Your network and Adam from 04 (work/04_optimisers); part 4 finishes this network.
 from course.carry import carry  # imported here: this cell may be re-run alone
+
 FullyConnectedNet04, adam = carry("04_optimisers", "FullyConnectedNet adam")
 
 # %% [markdown]

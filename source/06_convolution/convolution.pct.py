@@ -57,6 +57,7 @@ from course.training import accuracy, fit
 # %% nbgrader={"grade": false, "grade_id": "carried_from_03", "locked": true, "schema_version": 3, "solution": false}
 # Your functions from 03 (work/03_multilayer). Fixed one there? Save 03, then re-run this cell.
 from course.carry import carry  # imported here: this cell may be re-run alone
+
 affine_forward, affine_backward, relu_forward, relu_backward, softmax_loss, sgd = carry(
     "03_multilayer", "affine_forward affine_backward relu_forward relu_backward softmax_loss sgd"
 )
@@ -64,6 +65,7 @@ affine_forward, affine_backward, relu_forward, relu_backward, softmax_loss, sgd 
 # %% nbgrader={"grade": false, "grade_id": "carried_from_05", "locked": true, "schema_version": 3, "solution": false}
 # Your batch norm from 05 (work/05_normalisation); part 5 builds spatial batch norm on it.
 from course.carry import carry  # imported here: this cell may be re-run alone
+
 batchnorm_forward, batchnorm_backward = carry(
     "05_normalisation", "batchnorm_forward batchnorm_backward"
 )

@@ -49,6 +49,7 @@ from course.notebook import check_it, explore_plot
 # %% nbgrader={"grade": false, "grade_id": "carried_from_04", "locked": true, "schema_version": 3, "solution": false}
 # Your Adam from 04 (work/04_optimisers).
 from course.carry import carry  # imported here: this cell may be re-run alone
+
 (adam,) = carry("04_optimisers", "adam")
 
 # %% [markdown]

@@ -57,6 +57,7 @@ from course.notebook import check_it, explore_plot
 # %% nbgrader={"grade": false, "grade_id": "carried_from_05", "locked": true, "schema_version": 3, "solution": false}
 # Your layer norm from 05 (work/05_normalisation), on x (N, D).
 from course.carry import carry  # imported here: this cell may be re-run alone
+
 layernorm_forward, layernorm_backward = carry(
     "05_normalisation", "layernorm_forward layernorm_backward"
 )
@@ -64,11 +65,13 @@ layernorm_forward, layernorm_backward = carry(
 # %% nbgrader={"grade": false, "grade_id": "carried_from_04", "locked": true, "schema_version": 3, "solution": false}
 # Your Adam and AdamW from 04 (work/04_optimisers): adam(w, dw, config) -> (next_w, config).
 from course.carry import carry  # imported here: this cell may be re-run alone
+
 adam, adamw = carry("04_optimisers", "adam adamw")
 
 # %% nbgrader={"grade": false, "grade_id": "carried_from_07", "locked": true, "schema_version": 3, "solution": false}
 # Your LSTM from 07 (work/07_recurrent), on x (N, T, D): used in part 6 only.
 from course.carry import carry  # imported here: this cell may be re-run alone
+
 lstm_forward, lstm_backward = carry("07_recurrent", "lstm_forward lstm_backward")
 
 # %% [markdown]
