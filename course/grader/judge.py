@@ -152,16 +152,21 @@ def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
         rule = rule_for(check, key)
         read = f"{rule.uses}:{key.partition(':')[2]}" if rule.uses else key
         results[key] = judge_one(key, outputs.get(read, stopped), want, rule)
-    upstream = []  # keys whose likely mistake is another sub-check's (Rule.hint_unless)
+    # Gradients whose likely mistake is their case's forward pass (Rule.hint_unless, matched
+    # through _same_case's fallback): reported after the forward failure that explains them.
+    upstream = []
     for key, result in results.items():
         rule = rule_for(check, key)
         for prefix, hint in rule.hint_unless if rule.hint and not result.passed else ():
-            other = results.get(_same_case(results, prefix, key.partition(":")[2]))
+            detail = key.partition(":")[2]
+            other_key = _same_case(results, prefix, detail)
+            other = results.get(other_key)
             if other is not None and not other.passed:
                 message = result.message.replace(rule.hint, hint)
                 if message != result.message:  # not when the failure named its own cause
                     results[key] = Result(key, False, rule.weight, message)
-                    upstream.append(key)
+                    if other_key != f"{prefix}:{detail}":
+                        upstream.append(key)
                 break
     # The failures that explain the others come first in the report (a wrong forward pass
     # before the gradients computed from its cache).
