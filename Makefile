@@ -74,9 +74,11 @@ test: dev lint
 test-fast: dev lint
 	$(PYTEST) -m "not slow" --durations=10
 
-# Before a release: every check on 1000 secret seeds (make test draws 300).
+# Before a release: every check on 1000 secret seeds (make test draws 300), and every probe
+# helper patched, called or not (make test patches those the honest probe calls).
 sweep: dev
-	SWEEP_SEEDS=1000 $(PYTEST) tests/test_inputs_sweep.py --durations=10
+	SWEEP_SEEDS=1000 EVERY_PATCH=1 $(PYTEST) tests/test_inputs_sweep.py \
+		tests/test_observations.py -k "any_seed or patching" --durations=10
 
 release: setup
 	$(BIN)/course build

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 from pathlib import Path
 
@@ -17,7 +19,15 @@ def load_reference(check: Check) -> dict:
     path = reference_path(check.notebook)
     if not path.exists():
         raise FileNotFoundError(f"no reference values at {path}: run `course references`")
-    data = json.loads(path.read_text())
+    data = _parsed(path.read_text())
     if check.name not in data:
         raise KeyError(f"{path} has no reference for {check.name!r}: run `course references`")
-    return {key: decode(v) for key, v in data[check.name].items()}
+    return {key: decode(copy.deepcopy(v)) for key, v in data[check.name].items()}
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed(text: str) -> dict:
+    """A references file's text, parsed once: a class's grading judges every check of a
+    notebook against the same file. Keyed by the text itself, so a rewritten file is never
+    read stale; the values are decoded afresh per call, so no caller shares an array."""
+    return json.loads(text)
