@@ -243,3 +243,72 @@ def test_real_grading_gives_them_nothing(tmp_path):
     scores = batch.scores()
     assert scores["nolines"]["batchnorm_backward"] < 1.0, scores["nolines"]
     assert scores["preforked"]["batchnorm_backward"] < 1.0, scores["preforked"]
+
+
+# lines_run itself, on small student code (compiled under a file name of the student's).
+LOOPS = """
+def plain(n):
+    t = 0
+    for i in range(n):
+        t += i
+    return t
+
+def raising(n):
+    t = 0
+    for i in range(n):
+        try:
+            raise ValueError
+        except ValueError:  # cleanup the compiler leaves without a line
+            t += i
+    return t
+"""
+
+
+def _student(code: str) -> dict:
+    namespace: dict = {}
+    exec(compile(code, "/home/student/cell.py", "exec"), namespace)
+    return namespace
+
+
+def test_code_without_line_numbers_counts_each_instruction():
+    from course.grader.probe import lines_run
+
+    ns = _student(LOOPS + STRIP_LINES)
+    _, located = lines_run(lambda: ns["plain"](100))
+    _, stripped = lines_run(lambda: ns["_quiet"](ns["plain"])(100))
+    assert 200 <= located <= 210
+    assert stripped >= located
+
+
+def test_honest_exception_cleanup_adds_a_few_instructions_only():
+    from course.grader.probe import lines_run
+
+    ns = _student(LOOPS)
+    _, count = lines_run(lambda: ns["raising"](100))
+    assert count <= 10 * 100, count  # about 5 lines and 2 unlocated instructions a turn
+
+
+def test_other_processes_of_the_kernel_count_only_when_they_work():
+    import subprocess
+    import sys
+    import time
+
+    from course.grader.probe import OFF_THREAD_COUNT, lines_run
+
+    # An idle child (started before, as round 10's worker was) costs an honest call nothing;
+    # one that works while the call waits makes it too much. Not forked: no hook sees it.
+    idle = subprocess.Popen(
+        [sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE,
+    )
+    busy = None
+    try:
+        assert idle.stdout.readline() == b"ready\n"  # past its start-up
+        assert lines_run(lambda: time.sleep(0.2))[1] < 10
+        busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        assert lines_run(lambda: time.sleep(0.2))[1] == OFF_THREAD_COUNT
+    finally:
+        for child in (idle, busy):
+            if child is not None:
+                child.kill()
+                child.wait()
