@@ -102,6 +102,19 @@ OFF_THREAD_COUNT = 1e9
 # difference in 1 to 2 ms).
 OFF_KIN_SECONDS = 0.0002
 
+# Set while the grader runs the source solutions (course.grader.sources.compute_references):
+# trusted code, in a process whose other work (the kernels grading beside it) is not theirs.
+_TRUSTED = [False]
+
+
+@contextlib.contextmanager
+def trusted():
+    _TRUSTED[0] = True
+    try:
+        yield
+    finally:
+        _TRUSTED[0] = False
+
 
 def lines_run(compute: Callable[[], object]) -> tuple[object, float]:
     """(compute(), how many lines of the student's own code it ran): an observation of how
@@ -148,7 +161,7 @@ def lines_run(compute: Callable[[], object]) -> tuple[object, float]:
         forked[0] = True
 
     def times():
-        kin = _kin_cpu()
+        kin = {} if _TRUSTED[0] else _kin_cpu()
         return time.process_time(), time.thread_time(), sum(os.times()[2:4]), kin
 
     _FORK_HOOKS.append(on_fork)
@@ -171,6 +184,8 @@ def lines_run(compute: Callable[[], object]) -> tuple[object, float]:
         for then in [start[3].get(key, (0.0, 0.0))]
     )
     elsewhere = max(process - thread, 0.0) + children
+    if _TRUSTED[0]:
+        return result, float(count[0])
     if forked[0] or kin > OFF_KIN_SECONDS or elsewhere > max(OFF_THREAD_SECONDS, thread):
         return result, OFF_THREAD_COUNT
     return result, float(count[0])
@@ -194,9 +209,8 @@ def _kin_cpu() -> dict[tuple[int, bytes], tuple[float, float]]:
     """CPU seconds of this kernel's other processes, by pid and start time: in bubblewrap's
     sandbox (this kernel is pid 2, under bubblewrap's pid 1) every process there, orphans of
     a double fork included; elsewhere this process's descendants. Each as (its and its
-    reaped children's, in clock ticks; its live threads', to the nanosecond where the
-    machine keeps schedstat): a worker's few milliseconds fall between ticks. {} without
-    /proc (no Linux)."""
+    reaped children's, in clock ticks; its own, to the nanosecond: a worker's millisecond
+    falls between ticks). {} without /proc (no Linux)."""
     me = os.getpid()
     root = 1 if (me, os.getppid()) == (2, 1) else me
     table: dict[int, tuple[int, bytes, float]] = {}
@@ -225,16 +239,12 @@ def _kin_cpu() -> dict[tuple[int, bytes], tuple[float, float]]:
 
 
 def _run_seconds(pid: int) -> float:
-    """The time a process's live threads have run (schedstat, nanoseconds); 0 unknown."""
-    total = 0
-    with contextlib.suppress(OSError):
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with (
-                contextlib.suppress(OSError, ValueError, IndexError),
-                open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f,
-            ):
-                total += int(f.read().split()[0])
-    return total / 1e9
+    """A process's CPU clock (every thread's, to the nanosecond, up to date while it runs:
+    schedstat and clock ticks lag a process that has not yet slept); 0 when unknown."""
+    try:  # Linux's clock id of a process: MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)
+        return time.clock_gettime((~pid << 3) | 2)
+    except (OSError, OverflowError, AttributeError):
+        return 0.0
 
 
 # os.register_at_fork cannot be undone: one hook, calling whatever lines_run listens with.
