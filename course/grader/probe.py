@@ -96,6 +96,24 @@ def _library_frame(frame) -> bool:
 # "too many" (round 9: a finite difference in a thread or a forked child scored 3/3).
 OFF_THREAD_SECONDS = 0.05
 OFF_THREAD_COUNT = 1e9
+# The kernel's other processes have no ipykernel threads to excuse (an honest kernel has
+# none): past this many CPU seconds of theirs during a backward, above an idle process's
+# wake-up, it is too many (round 10: a worker forked before the backward did a finite
+# difference in 1 to 2 ms).
+OFF_KIN_SECONDS = 0.0002
+
+# Set while the grader runs the source solutions (course.grader.sources.compute_references):
+# trusted code, in a process whose other work (the kernels grading beside it) is not theirs.
+_TRUSTED = [False]
+
+
+@contextlib.contextmanager
+def trusted():
+    _TRUSTED[0] = True
+    try:
+        yield
+    finally:
+        _TRUSTED[0] = False
 
 
 def lines_run(compute: Callable[[], object]) -> tuple[object, float]:
@@ -103,8 +121,10 @@ def lines_run(compute: Callable[[], object]) -> tuple[object, float]:
     much work a function does, for the rule that a backward pass is written by hand (a
     finite difference evaluates the forward pass once or twice per input element:
     course.checks.common.by_hand). Lines in the course, Python and numpy are not counted;
-    threads started with `threading` are traced too; a process forked, or CPU time spent
-    outside the traced thread beyond OFF_THREAD_SECONDS, counts as OFF_THREAD_COUNT lines."""
+    an instruction without a line number counts as a line; threads started with
+    `threading` are traced too; a process forked, or CPU time spent outside the traced
+    thread (other threads, the kernel's other processes) beyond OFF_THREAD_SECONDS,
+    counts as OFF_THREAD_COUNT lines."""
     count = [0]
     cache: dict = {}
     forked = [False]
@@ -114,19 +134,39 @@ def lines_run(compute: Callable[[], object]) -> tuple[object, float]:
             count[0] += 1
         return local
 
+    def counting(unlocated: frozenset[int]):
+        # A line tracer never stops at an instruction without a line (round 10: code
+        # stripped of its line table ran a finite difference as 1 line): each counts.
+        def local_opcodes(frame, event, arg):
+            if event == "line" or (event == "opcode" and frame.f_lasti in unlocated):
+                count[0] += 1
+            return local_opcodes
+
+        return local_opcodes
+
     def tracer(frame, event, arg):
         key = (frame.f_code, id(frame.f_globals))
-        theirs = cache.get(key)
-        if theirs is None:
-            theirs = cache[key] = not _library_frame(frame)
-        return local if theirs else None
+        found = cache.get(key)
+        if found is None:
+            unlocated = None if _library_frame(frame) else _unlocated(frame.f_code)
+            found = cache[key] = (unlocated, counting(unlocated) if unlocated else local)
+        unlocated, trace = found
+        if unlocated is None:
+            return None
+        if unlocated:
+            frame.f_trace_opcodes = True
+        return trace
 
     def on_fork():
         forked[0] = True
 
+    def times():
+        kin = {} if _TRUSTED[0] else _kin_cpu()
+        return time.process_time(), time.thread_time(), sum(os.times()[2:4]), kin
+
     _FORK_HOOKS.append(on_fork)
     before, before_threads = sys.gettrace(), threading.gettrace()
-    start = (time.process_time(), time.thread_time(), sum(os.times()[2:4]))
+    start = times()
     threading.settrace(tracer)
     sys.settrace(tracer)
     try:
@@ -135,16 +175,76 @@ def lines_run(compute: Callable[[], object]) -> tuple[object, float]:
         sys.settrace(before)
         threading.settrace(before_threads)
         _FORK_HOOKS.remove(on_fork)
-    process, thread, children = (
-        now - then
-        for now, then in zip(
-            (time.process_time(), time.thread_time(), sum(os.times()[2:4])), start, strict=True
-        )
+    end = times()
+    process, thread, children = (now - then for now, then in zip(end[:3], start[:3], strict=True))
+    # A worker forked or started before the backward (round 10), still running.
+    kin = sum(
+        max(ticks - then[0], run - then[1], 0.0)
+        for key, (ticks, run) in end[3].items()
+        for then in [start[3].get(key, (0.0, 0.0))]
     )
     elsewhere = max(process - thread, 0.0) + children
-    if forked[0] or elsewhere > max(OFF_THREAD_SECONDS, thread):
+    if _TRUSTED[0]:
+        return result, float(count[0])
+    if forked[0] or kin > OFF_KIN_SECONDS or elsewhere > max(OFF_THREAD_SECONDS, thread):
         return result, OFF_THREAD_COUNT
     return result, float(count[0])
+
+
+def _unlocated(code) -> frozenset[int]:
+    """The offsets of a code object's instructions that have no line number (the compiler
+    gives them only to exception cleanup, which an honest loop seldom runs)."""
+    return frozenset(
+        offset
+        for start, end, line in code.co_lines()
+        if line is None
+        for offset in range(start, end, 2)
+    )
+
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _kin_cpu() -> dict[tuple[int, bytes], tuple[float, float]]:
+    """CPU seconds of this kernel's other processes, by pid and start time: in bubblewrap's
+    sandbox (this kernel is pid 2, under bubblewrap's pid 1) every process there, orphans of
+    a double fork included; elsewhere this process's descendants. Each as (its and its
+    reaped children's, in clock ticks; its own, to the nanosecond: a worker's millisecond
+    falls between ticks). {} without /proc (no Linux)."""
+    me = os.getpid()
+    root = 1 if (me, os.getppid()) == (2, 1) else me
+    table: dict[int, tuple[int, bytes, float]] = {}
+    try:
+        entries = [e.name for e in os.scandir("/proc") if e.name.isdigit()]
+    except OSError:
+        return {}
+    for name in entries:
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        # After the command: state, ppid, ..., utime stime cutime cstime (11-14), start (19).
+        table[int(name)] = (int(fields[1]), fields[19], sum(map(int, fields[11:15])) / _TICK)
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    kin, todo = {}, [root]
+    while todo:
+        pid = todo.pop()
+        todo += children.get(pid, [])
+        if pid != me and pid in table:
+            kin[(pid, table[pid][1])] = (table[pid][2], _run_seconds(pid))
+    return kin
+
+
+def _run_seconds(pid: int) -> float:
+    """A process's CPU clock (every thread's, to the nanosecond, up to date while it runs:
+    schedstat and clock ticks lag a process that has not yet slept); 0 when unknown."""
+    try:  # Linux's clock id of a process: MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)
+        return time.clock_gettime((~pid << 3) | 2)
+    except (OSError, OverflowError, AttributeError):
+        return 0.0
 
 
 # os.register_at_fork cannot be undone: one hook, calling whatever lines_run listens with.
