@@ -858,9 +858,9 @@ class SmallConvNet:
 # the loss of a uniform guess over the 10 classes), and a gradient check with
 # regularisation. Do not expect $\log 10$ itself: He's scale on the last layer gives the
 # scores a standard deviation of about 2 (printed), so the softmax is far from uniform
-# and the loss is above $\log 10$, by an amount that changes with the seed (seeds 0-4 are printed; five
-# examples only). Scale $W_2$ down by 100 and the scores are nearly equal: the loss
-# comes back to about $\log 10$ (printed).
+# and the loss is above $\log 10$, by an amount that changes with the seed (seeds 0-4
+# are printed; five examples only). Scale $W_2$ down by 100 and the scores are nearly
+# equal: the loss comes back to about $\log 10$ (printed).
 
 # %%
 with check_it("Exercise 6.1"):
