@@ -173,10 +173,11 @@ plt.show()
 # %% [markdown]
 # He holds ReLU steady; the others vanish or blow up within a few layers. Xavier does
 # *not* quite hold tanh steady: tanh shrinks every input a little, so the activations'
-# standard deviation still decays layer by layer (printed below); the gain $5/3$ that
-# PyTorch recommends for tanh ($\sigma = \tfrac53 \sqrt{1 / n_\text{in}}$) makes up for it. The histograms say the same with shapes: tanh units with too large weights
-# saturate at ±1 (where their gradient is 0), and with too small weights every unit
-# collapses to 0.
+# standard deviation still decays layer by layer (printed below: 0.63 at layer 1, 0.23 at
+# layer 10); the gain $5/3$ that PyTorch recommends for tanh ($\sigma = \tfrac53
+# \sqrt{1 / n_\text{in}}$) mostly makes up for it (0.76 to 0.65). The histograms say the
+# same with shapes: tanh units with too large weights saturate at ±1 (where their gradient
+# is 0), and with too small weights every unit collapses to 0.
 
 # %%
 for label, scheme in (("xavier", "xavier"), ("xavier x 5/3", 5 / 3 * np.sqrt(1 / 256))):

@@ -1030,9 +1030,10 @@ for biases in (False, True):
 # After one dropout layer the factor is $1/p$ (up to the noise of 200 masks): what comes
 # after it is linear. Beyond one it grows with the number of dropout layers, but stays
 # below $p^{-L}$ here, and with biases further below at three layers: $p^{-L}$ is the
-# scale of a network that were linear in its masks, not a law. Either way the scores at test time are
-# larger than what training saw: the class ranking may survive, but the probabilities
-# (and the loss) do not.
+# scale of a network that is linear in its masks (no biases, and no ReLU between a mask
+# and the next), not a law. Either way the scores at test time are larger than what
+# training saw: the class ranking may survive, but the probabilities (and the loss) do
+# not.
 #
 # ### A gradient check fails when the mask is redrawn
 #
