@@ -119,6 +119,7 @@ def conv_backward_fast(dout, cache):
 '''
 
 
+@pytest.mark.slow
 def test_conv_fast_speed_not_earned_by_remembering_the_answer():
     """Attack: the speed check times the same x, w, b, dout over and over (the fast pair once,
     then 3 rounds of 5 calls), and takes the fastest. A "fast" pair that is the naive
@@ -303,6 +304,7 @@ _checks.loop_conv_pair = _slower_yardstick  # the probe looks it up by name at e
 )
 
 
+@pytest.mark.slow
 def test_conv_fast_speed_not_earned_by_slowing_the_grader_down(monkeypatch):
     """Attack (monkeypatching the probe from a student cell): the "fast" pair is plain
     loops over n, f, i, j, and the solution cell replaces `course.checks.convolution.
@@ -514,6 +516,7 @@ def collected(tmp_path_factory):
             subprocess.run(["find", str(root), "-depth", "-delete"], check=False)
 
 
+@pytest.mark.slow
 def test_collect_does_not_believe_the_students_own_timestamp_file(collected):
     """Attack (a late submission graded as on time): the student makes their inbound folder
     by hand, named truthfully with the time they submit (so its name agrees with its
@@ -528,6 +531,7 @@ def test_collect_does_not_believe_the_students_own_timestamp_file(collected):
     assert not dated.startswith("2020"), f"collected as submitted at {dated}"
 
 
+@pytest.mark.slow
 def test_one_deep_submission_does_not_stop_the_collect_of_the_class(collected):
     """Attack (a denial of service on the whole class): one student's inbound folder holds
     1,100 folders nested in each other (each an ordinary folder: `irregular_entry` allows

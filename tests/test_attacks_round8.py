@@ -245,6 +245,7 @@ def speed_cell_graded(answers: dict[str, str], monkeypatch) -> tuple[float, floa
     return kernels, float(cell.outputs[-1]["data"]["text/plain"])
 
 
+@pytest.mark.slow
 def test_06_speed_is_not_earned_by_a_numpy_that_slows_the_yardstick(monkeypatch):
     """Round 8: the yardstick ran in the student's kernel and looked NumPy up at call time.
     Now the grader times the grade cell from outside and the yardstick in its own process,

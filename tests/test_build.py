@@ -33,6 +33,7 @@ def test_source_notebook_is_built_from_its_text(text):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.xdist_group("build")
 def test_release_is_what_nbgrader_generates(tmp_path):
     scratch = ScratchCourse(tmp_path)

@@ -14,6 +14,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from course.authoring.classroom import ScratchCourse
 from course.paths import tool_env
 from tests import variant_kinds
@@ -112,6 +114,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow
 def test_a_new_assignment_is_three_files(tmp_path):
     course = ScratchCourse(tmp_path / "course")
     root = course.root
