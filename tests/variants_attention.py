@@ -250,6 +250,54 @@ MUTANTS = [
         {"attention_predictions"},
         ("return np.log(K)", "return np.log(K - 1)"),
     ),
+    # Review rev37: more realistic slips, each judged in-process before it was added.
+    wrong(
+        "attention: the mask applied after the softmax (rows not renormalised)",
+        ATT,
+        {"attention_forward"},
+        (
+            "        scores = np.where(mask, scores, -np.inf)\n    p = softmax(scores, axis=-1)\n",
+            "        pass\n    p = softmax(scores, axis=-1)\n"
+            "    if mask is not None:\n        p = np.where(mask, p, 0.0)\n",
+        ),
+    ),
+    wrong(
+        "attention: masked by multiplying the scores by the mask",
+        ATT,
+        {"attention_forward"},
+        ("scores = np.where(mask, scores, -np.inf)", "scores = scores * mask"),
+    ),
+    wrong(
+        "attention backward: dv = p @ dout, not p^T @ dout",
+        ATT,
+        {"attention_backward"},
+        ("dv = np.swapaxes(p, -1, -2) @ dout", "dv = p @ dout"),
+    ),
+    wrong("causal mask: upper triangular (np.triu)", CM, {"causal_mask"}, ("np.tril(", "np.triu(")),
+    wrong(
+        "mha backward: dWq from the merged heads, not x",
+        MHA,
+        {"multihead_backward"},
+        ("return dx, flat.T @ dq,", "return dx, merged.reshape(N * T, D).T @ dq,"),
+    ),
+    wrong(
+        "positions: base 1000, not 10000",
+        PE,
+        {"positional_encoding"},
+        ("10000 **", "1000 **"),
+    ),
+    wrong(
+        "block backward: the second residual's gradient dropped (dh = db)",
+        BLK,
+        {"block"},
+        ("dh = dout + db.reshape(N, T, D)", "dh = db.reshape(N, T, D)"),
+    ),
+    wrong(
+        "block: the MLP reads h, not its layer norm",
+        BLK,
+        {"block"},
+        ('z = b @ p["W1"] + p["b1"]', 'z = h.reshape(N * T, D) @ p["W1"] + p["b1"]'),
+    ),
     m(
         "predictions: the notebook's settings only, not the formula",
         PRED,
@@ -510,6 +558,36 @@ def block_backward(dout, cache):
 ''',
 }
 
+ATTENTION_EINSUM_LARGE_NEGATIVE = '''\
+#| export
+def attention_forward(q, k, v, mask=None):
+    """softmax(q k^T / sqrt(d)) v; masked scores set to -1e9 (the common idiom)."""
+    d = q.shape[-1]
+    scores = np.einsum("...qd,...kd->...qk", q, k) / np.sqrt(d)
+    if mask is not None:
+        scores = np.where(mask, scores, -1e9)
+    p = softmax(scores, axis=-1)
+    return np.einsum("...qk,...kv->...qv", p, v), (q, k, v, p)
+
+
+#| export
+def attention_backward(dout, cache):
+    q, k, v, p = cache
+    scale = 1 / np.sqrt(q.shape[-1])
+    dv = np.einsum("...qk,...qv->...kv", p, dout)
+    dp = np.einsum("...qv,...kv->...qk", dout, v)
+    ds = p * dp - p * np.einsum("...qk,...qk->...q", p, dp)[..., None]
+    dq = scale * np.einsum("...qk,...kd->...qd", ds, k)
+    return dq, scale * np.einsum("...qk,...qd->...kd", ds, q), dv
+'''
+
+CAUSAL_MASK_BY_POSITIONS = """\
+#| export
+def causal_mask(T):
+    t = np.arange(T)
+    return t[:, None] >= t[None, :]
+"""
+
 ALTERNATES = [
     Alternate("einsum, heads one at a time, a staged block", EINSUM),
     # Issue 37's review: a correct softmax differing from the reference only in rounding
@@ -533,6 +611,8 @@ def softmax(x, axis=-1):
             "def predicted_initial_loss(K):\n    return -math.log(1 / K)\n"
         },
     ),
+    Alternate("attention with einsum, masked with -1e9", {ATT: ATTENTION_EINSUM_LARGE_NEGATIVE}),
+    Alternate("causal mask by comparing positions", {CM: CAUSAL_MASK_BY_POSITIONS}),
 ]
 
 # Each graded function, and the solution cell that defines it.

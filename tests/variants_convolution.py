@@ -273,6 +273,88 @@ MUTANTS = [
         {"convnet_training"},
         ("grads[name] = grads[name] + self.reg * p[name]", "grads[name] = grads[name]"),
     ),
+    # Review rev37: more realistic slips, each judged in-process before it was added.
+    wrong(
+        "conv: np.pad(x, pad) pads the batch and channel axes too",
+        CONV,
+        {FORWARD, BACKWARD},
+        (
+            "x_pad = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))\n    out",
+            "x_pad = np.pad(x, pad)\n    out",
+        ),
+    ),
+    wrong(
+        "conv: db summed over the filters, not the images",
+        CONV,
+        {BACKWARD},
+        ("db = dout.sum(axis=(0, 2, 3))", "db = dout.sum(axis=(1, 2, 3))"),
+    ),
+    wrong(
+        "conv: dw from the unpadded x",
+        CONV,
+        {BACKWARD},
+        ("dw[f] += x_pad[n, :, rows, cols]", "dw[f] += x[n, :, rows, cols]"),
+    ),
+    wrong(
+        "conv: the output one row and column short (the 1 + forgotten)",
+        CONV,
+        {FORWARD},
+        (
+            "H_out = 1 + (H + 2 * pad - HH) // stride\n"
+            "    W_out = 1 + (W + 2 * pad - WW) // stride\n    x_pad",
+            "H_out = (H + 2 * pad - HH) // stride\n"
+            "    W_out = (W + 2 * pad - WW) // stride\n    x_pad",
+        ),
+    ),
+    wrong(
+        "pool: the window's width taken as pool_height",
+        POOL,
+        {"max_pool_naive"},
+        (
+            "out[:, :, i, j] = window.max(axis=(2, 3))",
+            "out[:, :, i, j] = x[:, :, i * stride : i * stride + ph, j * stride : j * stride + ph]"
+            ".max(axis=(2, 3))",
+        ),
+    ),
+    wrong(
+        "fast: the bias added along the pixels (b, not b[:, None])",
+        FAST,
+        {"conv_fast"},
+        ("out += b[:, None]", "out += b"),
+    ),
+    wrong(
+        "fast: dw averaged over the batch",
+        FAST,
+        {"conv_fast"},
+        ("cols.transpose(0, 2, 1)).sum(axis=0)", "cols.transpose(0, 2, 1)).mean(axis=0)"),
+    ),
+    wrong(
+        "sbn: channels moved last by transpose(0, 3, 2, 1), back by transpose(0, 3, 1, 2)",
+        SBN,
+        {"spatial_batchnorm"},
+        (
+            "flat = x.transpose(0, 2, 3, 1).reshape(-1, C)",
+            "flat = x.transpose(0, 3, 2, 1).reshape(-1, C)",
+        ),
+    ),
+    wrong(
+        "net: Xavier's sqrt(1 / fan_in) for the convolution, not He's",
+        NET,
+        {"convnet_training"},
+        ("np.sqrt(2 / (C * 9))", "np.sqrt(1 / (C * 9))"),
+    ),
+    wrong(
+        "net: the affine layer's He scale from its fan-out (num_classes)",
+        NET,
+        {"convnet_training"},
+        ("np.sqrt(2 / hidden)", "np.sqrt(2 / num_classes)"),
+    ),
+    wrong(
+        "net: the convolution's weights uniform in [0, 1) (rng.random)",
+        NET,
+        {"convnet_training"},
+        ("rng.standard_normal((num_filters, C, 3, 3))", "rng.random((num_filters, C, 3, 3))"),
+    ),
     m(
         "net: no padding",
         NET,
@@ -627,6 +709,22 @@ class SmallConvNet:
         return data_loss + reg_loss, g
 '''
 
+SBN_WIDTH_FIRST = '''\
+def spatial_batchnorm_forward(x, gamma, beta, bn_param):
+    """Channels last through (N, W, H, C), and back by the same transpose."""
+    N, C, H, W = x.shape
+    flat = x.transpose(0, 3, 2, 1).reshape(-1, C)
+    out, cache = batchnorm_forward(flat, gamma, beta, bn_param)
+    return out.reshape(N, W, H, C).transpose(0, 3, 2, 1), (cache, x.shape)
+
+
+def spatial_batchnorm_backward(dout, cache):
+    bn_cache, (N, C, H, W) = cache
+    dflat = dout.transpose(0, 3, 2, 1).reshape(-1, C)
+    dx, dgamma, dbeta = batchnorm_backward(dflat, bn_cache)
+    return dx.reshape(N, W, H, C).transpose(0, 3, 2, 1), dgamma, dbeta
+'''
+
 ALTERNATES = [
     Alternate("conv vectorised over the filters", {CONV: CONV_VECTORISED_OVER_FILTERS}),
     Alternate("conv by scattering filter offsets", {CONV: CONV_SCATTER}),
@@ -640,6 +738,7 @@ ALTERNATES = [
     Alternate("spatial batch norm with moveaxis", {SBN: SBN_MOVEAXIS}),
     Alternate("convnet as a list of naive layers", {NET: NET_NAIVE_LAYERS}),
     Alternate("convnet with forward and backward methods", {NET: NET_METHODS}),
+    Alternate("spatial batch norm through (N, W, H, C)", {SBN: SBN_WIDTH_FIRST}),
 ]
 
 # Each graded function, and the solution cell that defines it (a pair shares one cell).

@@ -405,6 +405,84 @@ MUTANTS = [
         {"predictions"},
         ("return beta", "return gamma"),
     ),
+    # Review rev37: more realistic slips, each judged in-process before it was added.
+    wrong(
+        "bn forward: normalised per row (layer norm's axis)",
+        BNF,
+        {"batchnorm_forward", "batchnorm_backward", "batchnorm_backward_alt"},
+        ("mu = x.mean(axis=0)", "mu = x.mean(axis=1, keepdims=True)"),
+        ("var = np.mean(centred**2, axis=0)", "var = np.mean(centred**2, axis=1, keepdims=True)"),
+    ),
+    wrong(
+        "bn forward: train mode normalises with the running averages",
+        BNF,
+        {"batchnorm_forward"},
+        ("x_hat = centred / std", "x_hat = (x - running_mean) / np.sqrt(running_var + eps)"),
+    ),
+    wrong(
+        "bn forward: x_hat divided in place (the cached centred becomes x_hat)",
+        BNF,
+        {"batchnorm_backward"},
+        ("x_hat = centred / std", "x_hat = centred\n        x_hat /= std"),
+    ),
+    wrong(
+        "bn backward: dbeta summed over every axis (a scalar)",
+        BNB,
+        {"batchnorm_backward"},
+        ("dbeta = dout.sum(axis=0)", "dbeta = dout.sum()"),
+    ),
+    wrong(
+        "bn alt: dgamma and dbeta returned the other way round",
+        BNA,
+        {"batchnorm_backward_alt"},
+        (
+            "dbeta = dout.sum(axis=0)\n    dgamma = np.sum(dout * x_hat, axis=0)",
+            "dgamma = dout.sum(axis=0)\n    dbeta = np.sum(dout * x_hat, axis=0)",
+        ),
+    ),
+    wrong(
+        "ln backward: the sums over the batch (batch norm's axis)",
+        LNB,
+        {"layernorm_backward"},
+        ("g.sum(axis=1, keepdims=True)", "g.sum(axis=0, keepdims=True)"),
+        ("np.sum(g * x_hat, axis=1, keepdims=True)", "np.sum(g * x_hat, axis=0, keepdims=True)"),
+    ),
+    wrong(
+        "ln forward: the mean without keepdims (broadcast along the features)",
+        LNF,
+        {"layernorm_forward", "layernorm_backward"},
+        ("centred = x - x.mean(axis=1, keepdims=True)", "centred = x - x.mean(axis=1)"),
+    ),
+    wrong(
+        "dropout: the mask cached without the 1 / p",
+        DF,
+        {"dropout_backward"},
+        (
+            "mask = (np.random.rand(*x.shape) < p) / p\n        out = x * mask",
+            "mask = np.random.rand(*x.shape) < p\n        out = x * mask / p",
+        ),
+    ),
+    wrong(
+        "net: gamma regularised with the weights",
+        NET,
+        {"finished_net"},
+        (
+            "        for layer in range(1, self.num_layers + 1):\n"
+            '            W = self.params[f"W{layer}"]\n'
+            "            loss += 0.5 * self.reg * np.sum(W * W)\n"
+            '            grads[f"W{layer}"] = grads[f"W{layer}"] + self.reg * W\n',
+            "        for name, W in self.params.items():\n"
+            '            if name[0] in "Wg":\n'
+            "                loss += 0.5 * self.reg * np.sum(W * W)\n"
+            "                grads[name] = grads[name] + self.reg * W\n",
+        ),
+    ),
+    wrong(
+        "net: one bn_param shared by every layer",
+        NET,
+        {"finished_net"},
+        ("self.bn_params[layer - 1],", "self.bn_params[0],"),
+    ),
     m(
         "predictions: the notebook's settings only, not the formula",
         PRED,
@@ -761,6 +839,29 @@ def layernorm_backward(dout, cache):
 ''',
 }
 
+DROPOUT_BOOLEAN_CACHE = {
+    DF: """\
+def dropout_forward(x, dropout_param):
+    \"\"\"Inverted dropout; the cache keeps a boolean mask and p.\"\"\"
+    p, mode = dropout_param["p"], dropout_param["mode"]
+    if "seed" in dropout_param:
+        np.random.seed(dropout_param["seed"])
+    if mode == "test":
+        return x, (mode, p, None)
+    if mode != "train":
+        raise ValueError(f"unknown mode {mode!r}")
+    keep = np.random.rand(*x.shape) < p
+    return x * keep / p, (mode, p, keep)
+""",
+    DB: """\
+def dropout_backward(dout, cache):
+    mode, p, keep = cache
+    if keep is None:
+        return dout
+    return np.where(keep, dout / p, 0.0)
+""",
+}
+
 ALTERNATES = [
     Alternate("layer norm backward as a per-row Jacobian", LN_BACKWARD_PER_ROW_JACOBIAN),
     Alternate("batch norm with np.var and a dict cache", BN_VAR_DICT),
@@ -780,6 +881,7 @@ ALTERNATES = [
             "def predicted_batch_of_one_output(gamma, beta):\n    return 0 * gamma + beta\n"
         },
     ),
+    Alternate("dropout with a boolean mask, scaled in both passes", DROPOUT_BOOLEAN_CACHE),
 ]
 
 # Each graded function, and the solution cell that defines it.

@@ -282,6 +282,80 @@ MUTANTS = [
         {"recurrent_predictions"},
         ("return radius**steps", "return radius * steps"),
     ),
+    # Review rev37: more realistic slips, each judged in-process before it was added.
+    wrong(
+        "rnn step: dWh from next_h, not prev_h",
+        RS,
+        {"rnn_step"},
+        ("prev_h.T @ da", "next_h.T @ da"),
+    ),
+    wrong(
+        "rnn sequence: the backward pass walks forwards in time",
+        RQ,
+        {"rnn_sequence"},
+        ("for t in reversed(range(T)):", "for t in range(T):"),
+    ),
+    wrong(
+        "lstm step: the forget gate's gradient through prev_h, not prev_c",
+        LS,
+        {"lstm_step"},
+        ("dc * prev_c * f * (1 - f)", "dc * prev_h * f * (1 - f)"),
+    ),
+    wrong(
+        "lstm step: the output gate's gradient from dc, not dnext_h",
+        LS,
+        {"lstm_step"},
+        ("dnext_h * tanh_c * o * (1 - o)", "dc * tanh_c * o * (1 - o)"),
+    ),
+    wrong(
+        "lstm step: tanh's derivative for g as 1 - g",
+        LS,
+        {"lstm_step"},
+        ("dc * i * (1 - g**2)", "dc * i * (1 - g)"),
+    ),
+    wrong(
+        "lstm step: the gates read in the order f, i, o, g",
+        LS,
+        {"lstm_step"},
+        ("i, f, o = sigmoid(a[:, :H])", "f, i, o = sigmoid(a[:, :H])"),
+    ),
+    wrong(
+        "lstm sequence: the cell state stored as h",
+        LQ,
+        {"lstm_sequence"},
+        ("h[:, t] = prev_h", "h[:, t] = prev_c"),
+    ),
+    wrong(
+        "temporal affine: db summed over the batch only",
+        TL,
+        {"temporal_layers"},
+        ("dout.sum(axis=(0, 1))", "dout.sum(axis=0)"),
+    ),
+    wrong(
+        "loss: the mask applied to the loss but not to dx",
+        TSL,
+        {"temporal_softmax_loss"},
+        ("return loss, dx * mask[:, :, None] / N", "return loss, dx / N"),
+    ),
+    wrong(
+        "loss: averaged over N * T",
+        TSL,
+        {"temporal_softmax_loss"},
+        ("loss = -np.sum(picked * mask) / N", "loss = -np.sum(picked * mask) / (N * x.shape[1])"),
+        (
+            "return loss, dx * mask[:, :, None] / N",
+            "return loss, dx * mask[:, :, None] / (N * x.shape[1])",
+        ),
+    ),
+    wrong(
+        "clip: the global norm as the sum of each array's norm",
+        CLIP,
+        {"clip_grad_norm"},
+        (
+            "float(np.sqrt(sum(np.sum(np.square(g)) for g in grads.values())))",
+            "float(sum(np.sqrt(np.sum(np.square(g))) for g in grads.values()))",
+        ),
+    ),
     m(
         "prediction: the gradient scale as sqrt of the ratio",
         PRED,
