@@ -220,6 +220,12 @@ MUTANTS = [
         ("dflat = dout.transpose(0, 2, 3, 1).reshape(-1, C)", "dflat = dout.reshape(-1, C)"),
     ),
     # SmallConvNet
+    m(
+        "net: the seed ignored (default_rng() with no seed)",
+        NET,
+        {"convnet_training"},
+        ("rng = np.random.default_rng(seed)", "rng = np.random.default_rng()"),
+    ),
     wrong(
         "net: He's fan-in of the convolution as C, not C * 3 * 3",
         NET,

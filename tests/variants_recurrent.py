@@ -251,6 +251,15 @@ MUTANTS = [
             "scale = max_norm / total_norm",
         ),
     ),
+    wrong(
+        "clip: the norm returned after clipping",
+        CLIP,
+        {"clip_grad_norm"},
+        (
+            "return {name: g * scale for name, g in grads.items()}, total_norm",
+            "return {name: g * scale for name, g in grads.items()}, total_norm * scale",
+        ),
+    ),
     m(
         "clip: the squared norm",
         CLIP,

@@ -902,6 +902,17 @@ def he_drawn(got, want):
     )
 
 
+def seeded(got, want):
+    """measure: (the largest difference between the W1 of two nets built with one seed,
+    and between those of two seeds): nought, and not nought."""
+    same, other = np.asarray(got, dtype=np.float64)
+    if same != 0:
+        return "two nets built with the same seed differ"
+    if other == 0:
+        return "nets built with two seeds are the same: the seed is not used"
+    return True
+
+
 def _convnet_with(student, shape, F, classes, params, reg):
     net = student.SmallConvNet(input_dim=shape, num_filters=F, num_classes=classes, reg=reg, seed=0)
     for name, value in params.items():
@@ -943,6 +954,18 @@ def probe_convnet(student, rng, out):
         return moments(net.params["W1"]), moments(net.params["W2"])
 
     out.record(["init:W1 (fan-in C * 3 * 3)", "init:W2 (fan-in F * H/2 * W/2)"], initial)
+
+    def seeding():
+        def first_weights(seed):
+            net = student.SmallConvNet(input_dim=(C0, H0, W0), num_filters=F0, seed=seed)
+            return np.asarray(net.params["W1"], dtype=np.float64)
+
+        again, other = first_weights(init_seed), first_weights(init_seed + 1)
+        drawn = first_weights(init_seed)
+        return np.array([np.max(np.abs(drawn - again)), np.max(np.abs(drawn - other))])
+
+    # The detail of init's W1, so that it is credited only beside a W1 of the (secret) shape.
+    out.record("seed:W1 (fan-in C * 3 * 3)", seeding)
     out.record(
         "scores:on hidden weights",
         lambda: _convnet_with(student, shape, F, classes, params, 0.0).loss(X.copy()),
@@ -1017,6 +1040,15 @@ register(
                 hint="He's rule per layer: W1 from N(0, 2 / (C * 3 * 3)) (the fan-in of a "
                 "convolution is C * HH * WW, not C), W2 from N(0, 2 / (F * H/2 * W/2)).",
                 measure=he_drawn,
+            ),
+            # The review of issue 37: a net drawing from default_rng() kept 3 of 3.
+            "seed": Rule(
+                "the seed of",
+                kind="true",
+                hint="draw every weight from np.random.default_rng(seed), so that one seed "
+                "gives one net.",
+                requires="init",
+                measure=seeded,
             ),
             "scores": Rule(
                 "scores",

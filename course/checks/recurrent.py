@@ -612,9 +612,11 @@ register(
                 "total (over all arrays) is above max_norm; clipping each array on its own "
                 "turns the step.",
             ),
+            # Capped: the norm after clipping (max_norm whenever it clips) kept 1.66 of 2.
             "norm": Rule(
                 "total norm returned with",
                 rtol=1e-9,
+                cap=WRONG_VALUE_CAP,
                 hint="sqrt of the sum of every element squared, before clipping.",
             ),
             "unchanged": Rule(
