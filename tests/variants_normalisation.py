@@ -237,6 +237,15 @@ MUTANTS = [
             "mask = (np.random.rand(*x.shape) >= p) / (1 - p)",
         ),
     ),
+    wrong(
+        "dropout: the mask drawn from randn (keeps Phi(p) of the units, not p)",
+        DF,
+        {"dropout_forward"},
+        (
+            "mask = (np.random.rand(*x.shape) < p) / p",
+            "mask = (np.random.randn(*x.shape) < p) / p",
+        ),
+    ),
     m(
         "dropout: not inverted",
         DF,

@@ -532,9 +532,11 @@ def probe_dropout_forward(student, rng, out):
         )
 
 
-def _mask_rule(what, hint, measure, weight=1.0):
+def _mask_rule(what, hint, measure, weight=1.0, cap=None):
     # Credited only with the right scaling, which depends on the (secret) p.
-    return Rule(what, kind="true", weight=weight, hint=hint, measure=measure, requires="scale")
+    return Rule(
+        what, kind="true", weight=weight, hint=hint, measure=measure, requires="scale", cap=cap
+    )
 
 
 register(
@@ -550,6 +552,9 @@ register(
                 "dropping one): mask = np.random.rand(*x.shape) < p.",
                 _kept,
                 weight=2,
+                # Another rate of dropping is a wrong output (a mask of randn < p, which
+                # keeps Phi(p) of the units, kept 1.42 of 2): capped.
+                cap=WRONG_VALUE_CAP,
             ),
             "rows": _mask_rule(
                 "spread over rows of the share kept,",
