@@ -9,7 +9,8 @@ course check NB     grade one notebook of yours, as the instructor would
 course validate NB  run a notebook as Validate does; exit 1 when a cell fails
 course demo         the instructor's pipeline on bundled demo students, kept in demo/course
 course bench        notebook and autograding timings; --conv: 06's convolution against PyTorch;
-                    --processors: the solutions' marks under emulated processors
+                    --processors: the solutions' marks under emulated processors;
+                    --bands: the training checks' bands against correct and wrong code
 """
 
 from __future__ import annotations
@@ -168,6 +169,10 @@ def _bench(args) -> int:
         from course.authoring import processors
 
         return processors.main()
+    if args.bands:
+        from course.authoring import bands
+
+        return bands.main(only=args.check or None, seeds=args.seeds)
 
     return bench.main(
         notebooks_only=args.notebooks, class_only=args.class_only, conv_only=args.conv
@@ -364,6 +369,23 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only the solutions' marks with NumPy's SIMD paths, OpenBLAS's kernel and the "
         "thread counts of other processors, emulated (exit 1 if any point is lost)",
+    )
+    bench.add_argument(
+        "--bands",
+        action="store_true",
+        help="only the training checks' bands (LOSS_BAND, CONVNET_BAND) against the largest "
+        "deviation of correct implementations (tests/variants_*.py's alternates) and the "
+        "smallest of the mutants, on a few secret seeds (exit 1 if a band misjudges one)",
+    )
+    bench.add_argument(
+        "--check",
+        action="append",
+        metavar="NAME",
+        help="with --bands: only this check (repeatable), e.g. normalised_training or "
+        "normalised_training:scores",
+    )
+    bench.add_argument(
+        "--seeds", type=positive, default=3, help="with --bands: secret seeds per check (3)"
     )
     args = parser.parse_args(argv)
     # nbgrader's API runs `alembic` by name: make this environment's tools findable even
