@@ -485,7 +485,9 @@ TRAIN_SIZES = (40, 6, 10, 3)  # N, D, H, C
 TRAIN_STEPS = 30
 TRAIN_LEARNING_RATE = 0.5
 TRAIN_REG = 1e-3
-LOSS_BAND = 1e-6  # relative, at every step: correct code differs only by rounding order
+# Measured (`course bench --bands --seeds 10`): correct code departs by up to 3.1e-15, the
+# closest mutant (the affine bias forgotten) by 7.9e-3.
+LOSS_BAND = 1e-6  # relative, at every step
 
 
 def probe_two_layer_training(student, rng, out):

@@ -1043,13 +1043,18 @@ register(
 # Training amplifies rounding: correct implementations (the alternates, a per-row Jacobian
 # and a staged layer-norm backward, five seeds, numpy's AVX-512 kernels on and off) agree
 # within 5e-11 over the first 30 steps, 1e-6 by step 40, and up to 0.3 (the curve) and 1.0
-# (the scores) after 30 epochs (issue 37). So: 6 epochs (24 to 30 steps), and a band 1e4
-# times the measured spread; every mutant departs by far more (measured: tests/variants).
+# (the scores) after 30 epochs (issue 37). So: 6 epochs (24 to 30 steps), and the bands
+# below, from `course bench --bands`.
 TRAIN_EPOCHS = 6
 TRAIN_BATCH = 16
 TRAIN_LEARNING_RATE = 0.1
-LOSS_BAND = 1e-6  # relative, at every step
-SCORES_BAND = 1e-6  # relative, of the test-mode scores after training
+# Measured (`course bench --bands --seeds 10`, 7 alternates, 11 mutants): correct code
+# departs from the solutions by up to 2.6e-8 (the curve) and 1.5e-6 (the test-mode scores:
+# 1e-6 failed a correct batch norm with np.var on one seed of 10; a closed-form per-row
+# layer-norm backward was measured at 3.5e-6 before); the mutants that this cell must catch
+# depart by 1.0 in the scores.
+LOSS_BAND = 1e-5  # relative, at every step: 400x the correct spread
+SCORES_BAND = 1e-4  # relative, of the test-mode scores after training: 67x the spread
 
 
 def _plain_sgd(w, dw, config):

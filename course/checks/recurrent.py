@@ -634,7 +634,10 @@ register(
 # ------------------------------------------------------------------- the character model
 
 TRAIN_STEPS = 12
-LOSS_BAND = 1e-6  # relative, at every step: correct code differs only by rounding order
+# Measured (`course bench --bands --seeds 10`): correct code (clipping as PyTorch does,
+# +1e-6) departs by up to 7.2e-7, the closest mutant (each array clipped on its own) by
+# 8.9e-5: 1e-6 was 1.4x above the correct spread. The band sits between them, 11x from each.
+LOSS_BAND = 8e-6  # relative, at every step
 
 
 def _char_model(rng):
