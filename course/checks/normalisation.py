@@ -343,7 +343,9 @@ def norm_backward_rules(hint: str, sum_words: str, axis: int) -> dict[str, Rule]
 
 BN_BACKWARD_HINT = (
     "x feeds both the centred values and the mean, and the centred values feed both x_hat "
-    "and the variance: add the gradients of every path."
+    "and the variance: add the gradients of every path. If your backward is right, look at "
+    "what your forward cached: an array changed in place after it went into the cache "
+    "(x_hat /= std when x_hat is the cached centred) reaches the backward changed."
 )
 for name, points in (("batchnorm_backward", 3), ("batchnorm_backward_alt", 2)):
     register(
