@@ -212,30 +212,75 @@ def _kin_cpu() -> dict[tuple[int, bytes], tuple[float, float]]:
     reaped children's, in clock ticks; its own, to the nanosecond: a worker's millisecond
     falls between ticks). {} without /proc (no Linux)."""
     me = os.getpid()
-    root = 1 if (me, os.getppid()) == (2, 1) else me
+    in_sandbox = (me, os.getppid()) == (2, 1)
+    # Outside the sandbox (unsandboxed, and the tests' in-process judging) /proc holds the
+    # whole machine: walk this process's children lists instead of reading every process.
+    found = None if in_sandbox else _descendants(me)
+    if found is not None:
+        kin = {}
+        for pid in found:
+            stat = _stat(pid)
+            if stat is not None:
+                kin[(pid, stat[1])] = (stat[2], _run_seconds(pid))
+        return kin
     table: dict[int, tuple[int, bytes, float]] = {}
     try:
         entries = [e.name for e in os.scandir("/proc") if e.name.isdigit()]
     except OSError:
         return {}
     for name in entries:
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # gone meanwhile
-        # After the command: state, ppid, ..., utime stime cutime cstime (11-14), start (19).
-        table[int(name)] = (int(fields[1]), fields[19], sum(map(int, fields[11:15])) / _TICK)
+        stat = _stat(int(name))
+        if stat is not None:
+            table[int(name)] = stat
     children: dict[int, list[int]] = {}
     for pid, (ppid, _, _) in table.items():
         children.setdefault(ppid, []).append(pid)
-    kin, todo = {}, [root]
+    kin, todo = {}, [1 if in_sandbox else me]
     while todo:
         pid = todo.pop()
         todo += children.get(pid, [])
         if pid != me and pid in table:
             kin[(pid, table[pid][1])] = (table[pid][2], _run_seconds(pid))
     return kin
+
+
+def _stat(pid: int) -> tuple[int, bytes, float] | None:
+    """(ppid, start time, CPU seconds of it and its reaped children) from /proc/pid/stat;
+    None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    # After the command: state, ppid, ..., utime stime cutime cstime (11-14), start (19).
+    return int(fields[1]), fields[19], sum(map(int, fields[11:15])) / _TICK
+
+
+def _descendants(me: int) -> list[int] | None:
+    """Every descendant of `me`, from each thread's /proc/<pid>/task/<tid>/children; None
+    where Linux has no such file (CONFIG_PROC_CHILDREN), and the caller scans /proc."""
+    found, todo = [], [me]
+    while todo:
+        pid = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue  # gone meanwhile
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                    kids = [int(k) for k in f.read().split()]
+            except FileNotFoundError:
+                if pid == me and not os.path.exists(f"/proc/{me}/task/{tid}"):
+                    continue  # the thread ended meanwhile
+                if pid == me:
+                    return None
+                continue
+            except OSError:
+                continue
+            found += kids
+            todo += kids
+    return found
 
 
 def _run_seconds(pid: int) -> float:
