@@ -383,6 +383,17 @@ def test_a_class_on_the_hub(klass, browser):
     for release in releases:
         assert release.wait(timeout=300) == 0, release.stderr.read()
 
+    # A fetched copy opens unchanged (issue 33, item 5): it carries the hub kernel's
+    # language_info (hub/add-user), which JupyterLab would otherwise write into it.
+    fetched_bytes = student_notebook(klass, s1).read_bytes()
+    page = pages[s1]
+    page.goto(user_url(klass, s1, f"/lab/tree/{ASSIGNMENT}/{NOTEBOOK}.ipynb"))
+    page.get_by_text("Python 3 (ipykernel) | Idle").first.wait_for(timeout=120_000)
+    page.wait_for_timeout(2_000)  # the kernel's info reaches the notebook after idle
+    shot(page, f"{s1}-opened-untouched")
+    assert page.locator(".lm-TabBar-tab.lm-mod-current.jp-mod-dirty").count() == 0
+    assert student_notebook(klass, s1).read_bytes() == fetched_bytes
+
     # s1 validates the blank copy (it fails) and runs the README's learner commands.
     assert validate_in_lab(pages[s1], klass, s1) == "failed"
     learner_commands(klass, s1)

@@ -17,11 +17,11 @@ from course.checks.common import (
     WRONG_VALUE_CAP,
     away_from_zero,
     centred_error,
-    gradient_observation,
+    nudged_observation,
     stacked,
 )
 from course.grader.model import Assignment, Check, Rule, register
-from course.grader.probe import lines_run, nudged
+from course.grader.probe import lines_run
 
 ASSIGNMENT = Assignment(
     id="08_attention",
@@ -225,7 +225,7 @@ def probe_attention_backward(student, rng, out):
                     args = {**{n: np.array(a, copy=True) for n, a in inputs.items()}, key: changed}
                     return forward(args["q"], args["k"], args["v"], mask)[0]
 
-                observed.append(gradient_observation(grad, *nudged(f, value, dout)))
+                observed.append(nudged_observation(grad, f, value, dout))
             return (result, *grads, stacked(*observed), np.array([forward_lines, backward_lines]))
 
         keys = ["forward", "dq", "dk", "dv", "selfcheck", "byhand"]
@@ -467,7 +467,7 @@ def probe_multihead_backward(student, rng, out):
                     args = {**{n: np.array(a, copy=True) for n, a in inputs.items()}, key: changed}
                     return forward(*(args[n] for n in names), heads, mask)[0]
 
-                observed.append(gradient_observation(grad, *nudged(f, value, dout)))
+                observed.append(nudged_observation(grad, f, value, dout))
             return (result, *grads, stacked(*observed), np.array([forward_lines, backward_lines]))
 
         keys = ["forward", *(f"d{n}" for n in names), "selfcheck", "byhand"]
@@ -617,7 +617,7 @@ def probe_block(student, rng, out):
             def fx(v):
                 return forward(v, {n: a.copy() for n, a in params.items()}, heads, mask)[0]
 
-            observed = [gradient_observation(dx, *nudged(fx, x, dout))]
+            observed = [nudged_observation(dx, fx, x, dout)]
             for name, grad in zip(BLOCK_NAMES, ordered, strict=True):
 
                 def f(v, name=name):
@@ -625,7 +625,7 @@ def probe_block(student, rng, out):
                     moved[name] = v
                     return forward(x.copy(), moved, heads, mask)[0]
 
-                observed.append(gradient_observation(grad, *nudged(f, params[name], dout)))
+                observed.append(nudged_observation(grad, f, params[name], dout))
             return (result, dx, *ordered, stacked(*observed))
 
         keys = ["forward", "dx", *(f"grad:{n}, {label}" for n in BLOCK_NAMES), "selfcheck"]

@@ -12,7 +12,7 @@ import numpy as np
 
 from course.gradcheck import relative_errors
 from course.grader.model import NUDGED_FORWARD_OFF, ROUNDING_RTOL, Rule
-from course.grader.probe import nudged
+from course.grader.probe import nudge_sample, nudged
 
 STEP = 1e-5  # the step of course.grader.probe.nudged, unless a probe says otherwise
 
@@ -53,6 +53,17 @@ def gradient_observation(analytic, plus, minus) -> np.ndarray:
     grad = np.asarray(analytic, dtype=np.float64).ravel()
     if grad.size != plus.size:
         grad = np.full(plus.size, np.nan)
+    return np.stack([grad, plus, minus])
+
+
+def nudged_observation(analytic, f, x, df=None) -> np.ndarray:
+    """(3, K): a student's gradient and f at x + h and x - h, at the K elements of x that
+    nudge_sample picks (all of a small x); a gradient not shaped like x becomes NaN."""
+    x = np.asarray(x, dtype=np.float64)
+    at = nudge_sample(x)
+    plus, minus = nudged(f, x, df, at=at)
+    grad = np.asarray(analytic, dtype=np.float64).ravel()
+    grad = grad[at] if grad.size == x.size else np.full(at.size, np.nan)
     return np.stack([grad, plus, minus])
 
 
@@ -127,7 +138,7 @@ def network_loss_observed(build, params: dict, X, y, names) -> tuple:
         def f(v, name=name):
             return build({**params, name: v}).loss(X.copy(), y.copy())[0]
 
-        observed.append(gradient_observation(grads[name], *nudged(f, params[name])))
+        observed.append(nudged_observation(grads[name], f, params[name]))
     return loss, grads, left, stacked(*observed)
 
 

@@ -22,14 +22,14 @@ from course.checks.common import (
     away_from_zero,
     centred_error,
     clear_of_kinks,
-    gradient_observation,
+    nudged_observation,
     stacked,
 )
 from course.checks.multilayer import drawn_with, moments
 from course.checks.normalisation import CARRIED_03
 from course.data import digits
 from course.grader.model import Assignment, Broken, Check, Rule, register
-from course.grader.probe import lines_run, nudged, seeded_by_grader
+from course.grader.probe import lines_run, seeded_by_grader
 
 ASSIGNMENT = Assignment(
     id="06_convolution",
@@ -256,7 +256,7 @@ def record_gradients(
                     args = {**{k: np.array(a, copy=True) for k, a in inputs.items()}, key: v}
                     return forward(args["x"], args["w"], args["b"], dict(param))[0]
 
-                observed.append(gradient_observation(grad, *nudged(f, inputs[key], dout)))
+                observed.append(nudged_observation(grad, f, inputs[key], dout))
             return dx, dw, db, result, stacked(*observed), *work
 
         keys = [f"dx:{label}", f"dw:{label}", f"db:{label}"]
@@ -783,7 +783,7 @@ def probe_spatial_batchnorm(student, rng, out):
                     args[position] = v
                     return forward(*args, {"mode": "train"})[0]
 
-                observed.append(gradient_observation(grad, *nudged(f, inputs[position], dout)))
+                observed.append(nudged_observation(grad, f, inputs[position], dout))
             return result, dx, dgamma, dbeta, stacked(*observed), dx
 
         keys = ["forward", "dx", "dgamma", "dbeta", "selfcheck", "sum"]
@@ -990,7 +990,7 @@ def probe_convnet(student, rng, out):
                     net = _convnet_with(student, shape, F, classes, {**params, name: v}, reg)
                     return net.loss(X.copy(), y.copy())[0]
 
-                observed.append(gradient_observation(grads[name], *nudged(f, params[name])))
+                observed.append(nudged_observation(grads[name], f, params[name]))
             return [*results, stacked(*observed)]
 
         keys = [f"loss:{label}"] + [f"grad:{n}, {label}" for n in params]

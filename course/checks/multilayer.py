@@ -13,6 +13,7 @@ from course.checks.common import (
     gradient_observation,
     left_as_given,
     network_loss_observed,
+    nudged_observation,
     stacked,
 )
 from course.checks.linear import large_scores
@@ -95,7 +96,7 @@ def probe_affine_backward(student, rng, out):
                         **{**{k: a.copy() for k, a in inputs.items()}, key: v}
                     )[0]
 
-                observed.append(gradient_observation(grad, *nudged(f, inputs[key], dout)))
+                observed.append(nudged_observation(grad, f, inputs[key], dout))
             return dx, dw, db, stacked(*observed)
 
         out.record([f"dx:{name}", f"dw:{name}", f"db:{name}", f"selfcheck:{name}"], compute)

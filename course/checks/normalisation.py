@@ -20,15 +20,15 @@ from course.checks.common import (
     away_from_zero,
     centred_error,
     clear_of_kinks,
-    gradient_observation,
     network_loss_observed,
+    nudged_observation,
     rounding_aware_error,
     seeded,
     stacked,
 )
 from course.checks.multilayer import INPUTS_RULE
 from course.grader.model import Assignment, Check, Rule, register
-from course.grader.probe import lines_run, nudged
+from course.grader.probe import lines_run
 from course.training import fit
 
 ASSIGNMENT = Assignment(
@@ -290,7 +290,7 @@ def norm_backward_probe(forward_name: str, backward_name: str, param: dict):
                         args = {**{k: np.array(a, copy=True) for k, a in inputs.items()}, key: v}
                         return forward(args["x"], args["gamma"], args["beta"], dict(param))[0]
 
-                    observed.append(gradient_observation(grad, *nudged(f, inputs[key], dout)))
+                    observed.append(nudged_observation(grad, f, inputs[key], dout))
                 work = np.array([forward_lines, backward_lines])
                 return result, dx, dgamma, dbeta, stacked(*observed), dx, work
 

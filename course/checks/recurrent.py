@@ -18,6 +18,7 @@ from course.checks.common import (
     flat,
     gradient_observation,
     left_as_given,
+    nudged_observation,
     stacked,
 )
 from course.grader.model import Assignment, Check, Rule, register
@@ -113,7 +114,7 @@ def record_layer(out, label, forward, backward, inputs, grad_names, douts, out_k
             def f(v, name=name):
                 return value({**_fresh(inputs), name: v})
 
-            observed.append(gradient_observation(grad, *nudged(f, at)))
+            observed.append(nudged_observation(grad, f, at))
         work = np.array([forward_lines, backward_lines])
         return [*outs, *grads, stacked(*observed), *[work] * (len(grad_names) + 1)]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import io
 import os
 import sys
@@ -398,12 +399,14 @@ def _plain(value):
     return float(array) if array.ndim == 0 else array
 
 
-def nudged(f: Callable[[np.ndarray], object], x: np.ndarray, df=None, h: float = 1e-5):
+def nudged(f: Callable[[np.ndarray], object], x: np.ndarray, df=None, h: float = 1e-5, at=None):
     """Observations for a gradient check: f at copies of x nudged by +h and by -h, one
     element at a time (each value projected on df when f returns an array).
 
-    Returns (plus, minus), each shaped like x. The grader, not the kernel, turns them into
-    a centred difference and compares it with the student's gradient (course.checks.common).
+    Returns (plus, minus), each shaped like x; with `at` (flat indices, nudge_sample), only
+    those elements are nudged and plus and minus are flat, one value per index. The grader,
+    not the kernel, turns them into a centred difference and compares it with the student's
+    gradient (course.checks.common).
     """
     if _IN_STUDENT[0]:
         raise PermissionError(
@@ -411,14 +414,37 @@ def nudged(f: Callable[[np.ndarray], object], x: np.ndarray, df=None, h: float =
             "its gradient itself"
         )
     x = np.array(x, dtype=np.float64)
-    plus, minus = np.zeros_like(x), np.zeros_like(x)
-    for ix in np.ndindex(x.shape):
+    where = list(np.ndindex(x.shape)) if at is None else [np.unravel_index(i, x.shape) for i in at]
+    plus, minus = np.zeros(len(where)), np.zeros(len(where))
+    for k, ix in enumerate(where):
         for sign, into in ((1.0, plus), (-1.0, minus)):
             moved = x.copy()
             moved[ix] = x[ix] + sign * h
             value = np.array(f(moved), dtype=np.float64)
-            into[ix] = float(value) if df is None else float(np.sum(value * df))
+            into[k] = float(value) if df is None else float(np.sum(value * df))
+    if at is None:
+        return plus.reshape(x.shape), minus.reshape(x.shape)
     return plus, minus
+
+
+# How many elements of one array a gradient observation nudges: every one of a small
+# array, this many of a larger one. A backward pass's gradient is compared with the
+# reference's in full elsewhere (its own rule); the centred differences of the learner's
+# own forward test that the pair agree, which a wrong term breaks at most elements of.
+NUDGE_SAMPLE = 32
+
+
+def nudge_sample(x: np.ndarray) -> np.ndarray:
+    """The flat indices of x that a gradient observation nudges: all of them up to
+    NUDGE_SAMPLE elements, else NUDGE_SAMPLE distinct ones chosen by x's own values (the
+    same in the reference's run and the learner's, which get the same inputs; drawn from no
+    check's generator, so the inputs after it stay what they were)."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    if x.size <= NUDGE_SAMPLE:
+        return np.arange(x.size)
+    digest = hashlib.blake2b(x.tobytes() + repr(x.shape).encode(), digest_size=8).digest()
+    chooser = np.random.default_rng(int.from_bytes(digest, "little"))
+    return np.sort(chooser.choice(x.size, NUDGE_SAMPLE, replace=False))
 
 
 _NUDGED_CODE = nudged.__code__
