@@ -5,6 +5,7 @@ engine in their notebook and in the hidden loss-curve check. Weights come from P
 `random.Random(seed)`, whose stream is fixed across platforms and versions.
 """
 
+import gc
 import random
 from collections.abc import Sequence
 
@@ -83,14 +84,27 @@ def train(
     """
     losses, accuracies = [], []
     step_range = range(steps) if progress is None else progress(range(steps))
-    for _ in step_range:
-        loss, accuracy = hinge_loss(model, X, y)
-        if zero_grad:
+    # Each step's graph is thousands of nodes whose `_backward` closures refer back to
+    # them: cycles, which only Python's cyclic collector frees. Left to itself, it moves
+    # the live graph into its oldest generation and then scans the kernel's whole heap to
+    # free it, about 90% of training's time (01's two trainings: 4.1 s -> 0.36 s each).
+    # Instead, once a step's graph is garbage, only what that step allocated is scanned.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in step_range:
+            loss, accuracy = hinge_loss(model, X, y)
+            if zero_grad:
+                for p in model.parameters():
+                    p.grad = 0.0
+            loss.backward()
             for p in model.parameters():
-                p.grad = 0.0
-        loss.backward()
-        for p in model.parameters():
-            p.data -= learning_rate * p.grad
-        losses.append(float(loss.data))
-        accuracies.append(accuracy)
+                p.data -= learning_rate * p.grad
+            losses.append(float(loss.data))
+            accuracies.append(accuracy)
+            del loss
+            gc.collect(0)
+    finally:
+        if collecting:
+            gc.enable()
     return losses, accuracies
