@@ -285,7 +285,8 @@ def grade_and_record(
     this process alone (course.grader.recording); a text progress bar on stderr. nbgrader's log
     of every submission is kept in .nbgrader/logs/autograde-<assignment>.log. A student whose
     status is `zeroed` is graded by its stand_in. A submission whose grading fails is graded
-    again by its stand_in, with the reason: no earlier grade stands for it."""
+    again by its stand_in, with the reason: no earlier grade stands for it. One the cluster
+    failed (course.grader.parallel.lost) is reported not graded, and graded by the next run."""
     from tqdm import tqdm
 
     from course.grader import parallel
@@ -337,7 +338,9 @@ def grade_and_record(
                     raise GraderFault(f"{result['fault']}; grading stopped at {student}")
                 if "error" in result:
                     why = f"{FAILED}: {printable(result['error'])}"
-                    if student in stand_ins:  # even the released notebook: not the student's
+                    # The released notebook failed too, or the cluster did: not the
+                    # student's doing, and grading their stand-in would zero them for it.
+                    if student in stand_ins or result.get("cluster"):
                         statuses[student].problems.append(f"not graded: {why}")
                         bar.update(1)  # done with, as not graded
                     else:

@@ -387,9 +387,10 @@ def _watching(started: Path, on_progress):
 
 
 def run_dask(
-    jobs: Iterable[dict], course: dict[str, bytes], scheduler: Scheduler
+    students: list[str], jobs: Iterable[dict], course: dict[str, bytes], scheduler: Scheduler
 ) -> Iterator[tuple[dict, dict]]:
-    """Grade jobs on the workers of a Dask scheduler (over TLS: course.grader.cluster)."""
+    """Grade jobs (those of `students`, made as they are taken) on the workers of a Dask
+    scheduler (over TLS: course.grader.cluster)."""
     from distributed import as_completed
 
     # The client logs its reconnection attempts as tracebacks; the table says what was lost.
@@ -397,7 +398,9 @@ def run_dask(
     try:
         client = scheduler.client()
     except Exception as exc:  # noqa: BLE001 (nothing listens there)
-        for job in jobs:
+        # Said at once: no job is made (each computes its submission's references).
+        for student in students:
+            job = {"student": student}
             yield job, lost(job, exc, "the cluster failed")
         return
     with client:
@@ -424,7 +427,10 @@ def lost(job: dict, exc: BaseException, what: str = "its worker failed") -> dict
     if "scheduler-connection-lost" in detail:  # Dask cancels what was still to come
         what, detail = "the connection to the scheduler was lost", ""
     reason = f"{what} ({type(exc).__name__}: {detail})" if detail else what
-    return {"student": job["student"], "error": reason}
+    result = {"student": job["student"], "error": reason}
+    if what.startswith(("the cluster", "the connection")):
+        result["cluster"] = True  # not the submission's doing: no stand-in is graded for it
+    return result
 
 
 def warm_up() -> None:
@@ -459,7 +465,7 @@ def grade_all(
         make_job(root, assignment, s, sandboxed, public, (stand_ins or {}).get(s)) for s in students
     )
     if scheduler:
-        return run_dask(jobs, course, scheduler)  # Dask workers warm up on their own
+        return run_dask(students, jobs, course, scheduler)  # Dask workers warm up on their own
     warm_up()
     log = root / ".nbgrader" / "logs" / f"workers-{assignment}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
