@@ -9,7 +9,8 @@ course.checks.common (clear_of_kinks, rounding_aware_error).
 `make test` draws 300 seeds per check: a check that fails on 1 seed in 100 fails on at
 least one of them with probability 1 - 0.99**300 = 95% (100 seeds caught it with 63%).
 `make sweep` (SWEEP_SEEDS=1000, before a release) catches it with 99.996%, and one that
-fails on 1 seed in 1000 with 63%. The checks that train, and the one judged by its time, draw fewer (SLOW_CHECKS).
+fails on 1 seed in 1000 with 63%. The checks that train, and the one judged by its time,
+draw fewer (SLOW_CHECKS).
 """
 
 import contextlib
