@@ -62,13 +62,21 @@ def _student_function(function):
     return call
 
 
+@functools.lru_cache(maxsize=4096)
+def _resolved(filename: str) -> str:
+    """A file's real path, found once (a traceback or a traced call names the same few
+    files thousands of times). The first answer stands: a link changed later changes
+    nothing, and its owner decided that first answer anyway."""
+    return str(Path(filename).resolve())
+
+
 def _theirs(code) -> bool:
     """Whether a code object is the student's (a notebook cell, a carried module), not the
     course's, Python's or an installed package's."""
     filename = code.co_filename
     if filename.startswith("<frozen"):
         return False
-    path = str(Path(filename).resolve()) if filename.startswith("/") else filename
+    path = _resolved(filename) if filename.startswith("/") else filename
     return not path.startswith(_NOT_THEIRS)
 
 
@@ -88,8 +96,8 @@ def _library_frame(frame) -> bool:
     origin = getattr(module, "__file__", None)
     if not origin or not filename.startswith("/"):
         return False
-    path = str(Path(filename).resolve())
-    return path == str(Path(origin).resolve()) and path.startswith(_NOT_THEIRS)
+    path = _resolved(filename)
+    return path == _resolved(origin) and path.startswith(_NOT_THEIRS)
 
 
 # Work a backward pass does where the line count cannot see it (another thread, another
