@@ -441,6 +441,19 @@ def test_report_lists_failures_up_to_a_limit():
     assert lines[9] == "  ... and 3 more failures"
 
 
+def test_report_says_each_likely_mistake_once():
+    """Issue 33: a wrong dx failed in four cases, and the report repeated the same three
+    lines of hint four times; a later failure with that hint now points above."""
+    chk = dummy_check(points=2)
+    hint = " Likely mistake: x feeds both the centred values and the mean."
+    results = [Result(f"dx:{c}", False, 1.0, f"dx for {c} is off{hint}") for c in "abc"]
+    results.append(Result("db:a", False, 1.0, "db for a is off Likely mistake: another one."))
+    lines = judge.report(chk, results, 0.0).splitlines()
+    assert lines[1] == f"  FAIL dx for a is off{hint}"
+    assert lines[2:4] == [f"  FAIL dx for {c} is off Likely mistake: as above." for c in "bc"]
+    assert lines[4] == "  FAIL db for a is off Likely mistake: another one."
+
+
 # ----------------------------------------------------------- score
 
 

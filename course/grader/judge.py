@@ -284,15 +284,26 @@ def report(check: Check, results: list[Result], points: float, limit: int = 8) -
         if not r.passed:
             cause = r.message.partition(": ")[2]
             groups.setdefault(cause if cause.startswith(SHARED_CAUSES) else r.message, []).append(r)
+    hints: set[str] = set()
+
+    def once(text: str) -> str:
+        """The text, its likely mistake said only the first time (four cases of one wrong
+        dx repeated the same three lines four times)."""
+        head, found, hint = text.partition(" Likely mistake: ")
+        if not found or hint not in hints:
+            hints.add(hint)
+            return text
+        return f"{head} Likely mistake: as above."
+
     for shown, (cause, members) in enumerate(groups.items()):
         if shown == limit:
             lines.append(f"  ... and {len(groups) - limit} more failures")
             break
         if len(members) == 1:
-            lines.append(f"  FAIL {members[0].message}")
+            lines.append(f"  FAIL {once(members[0].message)}")
         else:
             first = members[0].message.partition(": ")[0]
-            lines.append(f"  FAIL {len(members)} sub-checks ({first}, ...): {cause}")
+            lines.append(f"  FAIL {len(members)} sub-checks ({first}, ...): {once(cause)}")
     if passed < len(results):
         lines.append(credit_rule(check))
     return "\n".join(lines)
