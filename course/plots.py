@@ -6,6 +6,34 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 
+def plain_log_labels(ax, axis: str = "y"):
+    """Call after plotting: a log axis spanning less than a decade is labelled in plain
+    numbers (10.75, not 1.075x10^1); a wider one keeps matplotlib's powers of ten. Which
+    ticks carry a label is still matplotlib's choice."""
+    from matplotlib.ticker import Formatter
+
+    class Plain(Formatter):
+        def __init__(self, default):
+            self.default = default
+
+        def set_axis(self, axis):
+            super().set_axis(axis)
+            self.default.set_axis(axis)
+
+        def set_locs(self, locs):
+            self.default.set_locs(locs)
+
+        def __call__(self, value, pos=None):
+            return f"{value:.4g}" if self.default(value, pos) else ""
+
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    low, high = sorted(ax.get_ylim() if axis == "y" else ax.get_xlim())
+    if target.get_scale() == "log" and 0 < low and high / low < 10:
+        target.set_major_formatter(Plain(target.get_major_formatter()))
+        target.set_minor_formatter(Plain(target.get_minor_formatter()))
+    return ax
+
+
 def loss_curve(
     losses: Sequence[float], title: str = "Training loss: it should fall, then flatten", ax=None
 ):

@@ -236,6 +236,50 @@ def test_numbers_a_slider_sets_are_formatted_where_they_are_shown(text):
     assert not bare, f"give these a format, e.g. {{x:g}}: {bare}"
 
 
+@pytest.mark.parametrize("text", build.text_sources(ROOT), ids=lambda p: p.parent.name)
+def test_a_log_axis_a_slider_can_narrow_is_labelled_in_plain_numbers(text):
+    """A drawing function of a widget that plots on a log scale calls plain_log_labels: a
+    slider can narrow the range below a decade, where matplotlib labelled 07's gradient
+    norms 1.22x10^1 (issue 33, item 6)."""
+    import ast
+
+    tree = ast.parse(code_of(text))
+    functions = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    unlabelled = []
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        if ast.unparse(call.func) not in ("explore_plot", "widgets.interact") or not call.args:
+            continue
+        explored = functions.get(ast.unparse(call.args[0]))
+        body = ast.unparse(explored) if explored else ""
+        if ("semilogy" in body or "yscale='log'" in body) and "plain_log_labels" not in body:
+            unlabelled.append(explored.name)
+    assert not unlabelled, f"call plain_log_labels(ax) after plotting in {unlabelled}"
+
+
+def test_plain_log_labels_on_a_narrow_and_a_wide_range():
+    import matplotlib
+    import numpy as np
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from course.plots import plain_log_labels
+
+    def labels(values):
+        fig, ax = plt.subplots()
+        ax.semilogy(values)
+        plain_log_labels(ax)
+        fig.canvas.draw()
+        shown = [t.get_text() for t in ax.get_yticklabels(minor=True) + ax.get_yticklabels()]
+        plt.close(fig)
+        return [t for t in shown if t]
+
+    narrow = labels(np.linspace(10.6, 12.3, 40))
+    assert "10.75" in narrow and not any("times" in t for t in narrow), narrow
+    wide = labels(np.logspace(-6, 2, 40))
+    assert any("10^{-6}" in t for t in wide), wide  # powers of ten kept on a wide range
+
+
 def test_explore_plot_shows_only_the_controls_that_act_and_plain_numbers():
     """The plain RNN has no forget gate: its slider is hidden until the LSTM is chosen; a
     slider's float reaches the function as typed (issue 33, items 6 and 7)."""

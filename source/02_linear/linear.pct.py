@@ -33,7 +33,7 @@ import numpy as np
 from course.data import digits, load_digits
 from course.gradcheck import gradient_error, rel_error
 from course.notebook import check_it, explore_plot, show_source
-from course.plots import image_grid, loss_curve, sweep_heatmap, weight_images
+from course.plots import image_grid, loss_curve, plain_log_labels, sweep_heatmap, weight_images
 from course.training import accuracy, train_linear
 
 # %% [markdown]
@@ -362,6 +362,7 @@ def explore_numerics(log10_magnitude=3.0, dtype="float64"):
     ax.set(xscale="log", yscale="log", xlabel="score magnitude s",
            ylabel="reported loss (gaps: inf or nan)",
            title=f"{dtype}: where each formula stops reporting 2s")  # fmt: skip
+    plain_log_labels(ax)
     ax.legend(fontsize=8)
     plt.show()
 

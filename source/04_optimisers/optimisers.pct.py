@@ -33,7 +33,7 @@ from course.data import digits
 from course.deepnet import layer_statistics
 from course.gradcheck import gradient_error, rel_error
 from course.notebook import check_it, explore_plot
-from course.plots import contour_paths, layer_histograms, loss_curve
+from course.plots import contour_paths, layer_histograms, loss_curve, plain_log_labels
 from course.training import accuracy, fit
 
 # %% [markdown]
@@ -200,6 +200,7 @@ def explore_depth(depth=10, scheme="he", activation="relu"):
     ax.semilogy(np.arange(1, depth + 1), stats["act_std"], marker="o", label="activations")
     ax.semilogy(np.arange(1, depth + 1), stats["grad_std"], marker="s", label="weight gradients")
     ax.set(xlabel="layer", ylabel="standard deviation", title=f"{activation}, {scheme}")
+    plain_log_labels(ax)
     ax.legend()
     plt.show()
 

@@ -35,6 +35,7 @@ from tqdm.auto import tqdm
 from course.data import digits
 from course.gradcheck import gradient_error, rel_error
 from course.notebook import check_it, explore_plot
+from course.plots import plain_log_labels
 from course.training import accuracy, fit
 
 # %% [markdown]
@@ -1134,6 +1135,7 @@ def explore(batch_size=32, log10_weight_scale=-2.0, normalization="batchnorm"):
     )
     ax2.semilogy(range(1, len(stds) + 1), np.maximum(stds, 1e-30), marker="o")
     ax2.set(xlabel="hidden layer", ylabel="activation std", title="Do the deep layers stay alive?")
+    plain_log_labels(ax2)
     plt.show()
 
 

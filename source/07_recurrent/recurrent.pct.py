@@ -37,6 +37,7 @@ from tqdm.auto import tqdm
 from course.data import char_data
 from course.gradcheck import gradient_error
 from course.notebook import check_it, explore_plot
+from course.plots import plain_log_labels
 
 # %% [markdown]
 # ## 0 · Your code from 04
@@ -861,6 +862,7 @@ def explore_radius(radius=1.0, cell="rnn", forget_bias=0.0):
         ylabel="||dh_t|| (+ ||dc_t||)",
         title=f"{cell}, spectral radius {radius:g}: does the gradient survive 40 steps?",
     )
+    plain_log_labels(ax)
     ax.legend()
     plt.show()
 
