@@ -303,7 +303,7 @@ def carry(assignment: str, names: str) -> tuple:
         else:
             found.append(name)
             if name in getattr(module, "__lost_points__", {}):
-                problems.append((name, f"it lost {module.__lost_points__[name]}; {fix}"))
+                problems.append((name, f"it earned {module.__lost_points__[name]}; {fix}"))
     if _importing:
         pass  # a carried module's own carry: silent (see above)
     elif module is None:

@@ -21,7 +21,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from course.paths import course_root, learner_work, tool_env
+from course.paths import course_root, is_course_directory, learner_work, tool_env
 
 
 def _build(args) -> int:
@@ -53,6 +53,16 @@ def _grade(args) -> int:
     from course.grader.nbgrader_ext import GraderFault
     from course.grader.sandbox import SandboxUnavailable
 
+    if args.course is not None:
+        if not is_course_directory(args.course):
+            print(
+                f"course grade: {args.course} is not a course directory (it has no "
+                "nbgrader_config.py): name the folder that holds release/ and submitted/",
+                file=sys.stderr,
+            )
+            return 2
+        # Every process of the run (workers, nbgrader) finds the course the same way.
+        os.environ["COURSE_ROOT"] = str(args.course.resolve())
     root = course_root()
     known = sorted(p.name for p in (root / "release").glob("*") if p.is_dir())
     if args.assignment not in known:
@@ -109,7 +119,7 @@ def _export(args) -> int:
         )
         return 2
     if args.assignment and not (work / args.assignment).is_dir():
-        known = sorted(p.name for p in work.iterdir() if p.is_dir())
+        known = sorted(p.name for p in work.iterdir() if p.is_dir() and not p.name.startswith("."))
         print(
             f"course export: no assignment folder {work / args.assignment}: name one of "
             f"{', '.join(known) or '(none yet: run `make lab`)'}",
@@ -179,6 +189,16 @@ def _bench(args) -> int:
     )
 
 
+def default_course() -> Path | None:
+    """The current folder, if it is a course directory and $COURSE_ROOT names none: an
+    instructor who runs `course grade` in demo/course means that course, as nbgrader's own
+    commands do. None: course_root() decides."""
+    here = Path.cwd()
+    if "COURSE_ROOT" in os.environ or not is_course_directory(here):
+        return None
+    return here
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, whose errors also say where to read more (the command's --help)."""
 
@@ -237,6 +257,13 @@ def main(argv: list[str] | None = None) -> int:
         "course grade 01_backprop --workers 2 --force",
     )
     grade.add_argument("assignment", help="a folder of release/, e.g. 01_backprop")
+    grade.add_argument(
+        "--course",
+        type=Path,
+        default=default_course(),
+        help="the course directory (default: the current folder if it is one, e.g. after "
+        "`cd demo/course`, else $COURSE_ROOT or this checkout)",
+    )
     # One source of defaults, autograde.grade's: an option left out is not passed on.
     grade.add_argument(
         "--workers",
@@ -387,7 +414,9 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument(
         "--seeds", type=positive, default=3, help="with --bands: secret seeds per check (3)"
     )
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command's own parser, with its usage and its --help
+        commands.choices[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     # nbgrader's API runs `alembic` by name: make this environment's tools findable even
     # when it was never activated (`.venv/bin/course ...`).
     os.environ["PATH"] = tool_env()["PATH"]

@@ -28,7 +28,7 @@ from course.authoring.classroom import ScratchCourse
 from course.carry import export, module_name
 from course.grader import autograde
 from course.grader.cells import grade_id_of_test_cell, nbgrader_meta
-from course.grader.nbgrader_ext import section_of
+from course.grader.nbgrader_ext import check_sections
 from course.paths import course_root, is_course_directory
 from course.workspace import write_start_page
 
@@ -48,6 +48,21 @@ class Exercise:
         return self.points >= self.max_points
 
 
+def found_notebook(notebook: Path) -> Path:
+    """The notebook's real path, or FileNotFoundError saying what to give instead."""
+    notebook = notebook.resolve()
+    if notebook.is_dir():
+        inside = sorted(p.name for p in notebook.glob("*.ipynb"))
+        example = f"{notebook / inside[0]}" if inside else "work/01_backprop/backprop.ipynb"
+        raise FileNotFoundError(f"{notebook} is a folder: give its notebook, e.g. {example}")
+    if not notebook.is_file():
+        raise FileNotFoundError(
+            f"no notebook at {notebook}: give the path of one of yours, "
+            "e.g. work/01_backprop/backprop.ipynb"
+        )
+    return notebook
+
+
 def locate(notebook: Path, root: Path) -> tuple[str, str]:
     """(assignment, notebook name) of a learner's notebook, checked against release/."""
     assignment, name = notebook.parent.name, notebook.stem
@@ -64,12 +79,11 @@ def locate(notebook: Path, root: Path) -> tuple[str, str]:
 
 def exercises(graded: Path) -> list[Exercise]:
     nb = nbformat.read(graded, as_version=4)
-    found, section = [], ""
+    found, sections = [], check_sections(nb)
     for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            section = section_of(cell.source, section)
-        if grade_id_of_test_cell(cell) is None:
+        if (grade_id := grade_id_of_test_cell(cell)) is None:
             continue
+        section = sections[grade_id]
         meta = nbgrader_meta(cell)
         report = "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout")
         points = next(
@@ -115,12 +129,14 @@ def check(notebook: Path, sandboxed: bool = True) -> int:
             "who grades what you submit. Press Validate, or run `course validate "
             f"{notebook}`, to run every check it cell."
         )
-    notebook = notebook.resolve()
-    if not notebook.is_file():
-        raise FileNotFoundError(
-            f"no notebook at {notebook}: give the path of one of yours, "
-            "e.g. work/01_backprop/backprop.ipynb"
-        )
+    notebook = found_notebook(notebook)
+    for kept in ("release", "source"):  # the course's own copies: check writes beside it
+        if notebook.is_relative_to((root / kept).resolve()):
+            raise FileNotFoundError(
+                f"{notebook} is the course's {kept}/ copy, which is not yours to grade "
+                f"(its feedback would be written into {kept}/): check your copy, e.g. "
+                f"work/{notebook.parent.name}/{notebook.name} (`make lab` makes it)"
+            )
     assignment, name = locate(notebook, root)
     start = time.perf_counter()
     stages = tqdm(
@@ -182,12 +198,7 @@ def validate(notebook: Path, out=None) -> int:
     from nbgrader.validator import Validator
 
     out = out or sys.stdout
-    notebook = notebook.resolve()
-    if not notebook.is_file():
-        raise FileNotFoundError(
-            f"no notebook at {notebook}: give the path of one of yours, "
-            "e.g. work/01_backprop/backprop.ipynb"
-        )
+    notebook = found_notebook(notebook)
     results = Validator(config=validate_settings(course_root())).validate(str(notebook))
     if results.get("type_changed"):
         print(f"{notebook.name}: a cell's type was changed; restore it:", file=out)

@@ -62,6 +62,16 @@ def test_every_command_is_listed_and_its_help_says_what_and_shows_how(capsys):
         (["validate", "nowhere.ipynb"], ["nowhere.ipynb: give the path"]),
         (["export", "--work", "/nonexistent"], ["/nonexistent: run `make lab` first", "--work"]),
         (["lab", "--course", "/tmp"], ["/tmp is not a course directory", "--course"]),
+        # Issue 33's second walk: an unknown option is told by the command's own parser; a
+        # folder, or the course's release/ copy (check wrote its feedback into release/),
+        # is refused with the notebook to give instead; grade takes another course.
+        (["check", "--bogus", "x"], ["usage: course check", "see `course check --help`"]),
+        (["check", "release/01_backprop"], ["is a folder: give its notebook", "backprop.ipynb"]),
+        (
+            ["check", "release/01_backprop/backprop.ipynb"],
+            ["release/ copy, which is not yours", "work/01_backprop/backprop.ipynb"],
+        ),
+        (["grade", "01_backprop", "--course", "/tmp"], ["/tmp is not a course directory"]),
     ],
 )
 def test_a_bad_input_names_what_is_wrong_and_what_to_do(argv, said, capsys):
@@ -135,3 +145,18 @@ def test_a_hub_students_commands_without_a_course_directory(tmp_path, monkeypatc
     config = selfcheck.validate_settings(tmp_path / "site-packages")
     assert config.Validator.validate_all is True
     assert config.ExchangeFactory.submit == "course.grader.exchange.PrivateSubmit"
+
+
+def test_course_grade_grades_the_course_of_the_current_folder(tmp_path, monkeypatch):
+    """`cd demo/course && course grade 01_backprop` graded the checkout's submitted/ (issue
+    33's second walk): the current folder, when it is a course directory, is the course."""
+    (tmp_path / "nbgrader_config.py").write_text("")
+    (tmp_path / "release" / "01_backprop").mkdir(parents=True)
+    monkeypatch.setenv("COURSE_ROOT", "")  # recorded, so the one grade sets is undone
+    monkeypatch.delenv("COURSE_ROOT")
+    monkeypatch.chdir(tmp_path)
+    seen = []
+    monkeypatch.setattr(autograde, "grade", lambda root, *a, **k: seen.append(root) or [])
+    monkeypatch.setattr(autograde, "print_table", lambda statuses: None)
+    cli.main(["grade", "01_backprop"])
+    assert seen == [tmp_path.resolve()]

@@ -238,7 +238,7 @@ def test_rerunning_the_import_cell_brings_a_fix_in(tmp_path, in_folder, capsys):
 def test_points_lost_in_the_latest_course_check_are_named(tmp_path, in_folder, capsys):
     learner(tmp_path, bug_in_affine_backward())
     notebook = tmp_path / "work" / A03 / "multilayer.ipynb"
-    exercise = {"grade_id": "affine_backward", "points": 1.5, "max_points": 3, "report": ""}
+    exercise = {"grade_id": "affine_backward", "points": 1, "max_points": 3, "report": ""}
     record = {"checked_at": time.time(), "exercises": [exercise]}
     notebook.with_suffix(".check.json").write_text(json.dumps(record))
     later = notebook.stat().st_mtime + 1
@@ -247,7 +247,7 @@ def test_points_lost_in_the_latest_course_check_are_named(tmp_path, in_folder, c
     carry(A03, "affine_forward affine_backward")
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2 and lines[1].startswith(
-        "  `affine_backward`: it lost 1.5 of 3 points in your `course check`"
+        "  `affine_backward`: it earned 1 of 3 points in your `course check`"  # it lost 2
     )
 
 

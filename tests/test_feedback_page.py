@@ -298,3 +298,18 @@ def test_maths_without_markup_macros_is_kept_as_it_is():
 
     for source in ("$\\frac{a}{b} \\hat{y} \\mathrm{d}x \\hrefx \\urls$", "$$\\text{class}$$"):
         assert clean_markdown(source) is None, source
+
+
+def test_a_check_is_named_by_the_exercise_it_grades():
+    """Issue 33's walk: 04 checks its four update rules after the last of them, and the
+    table named all four "Exercise 3.4: adamw"; a check is named by its solution's heading."""
+    import nbformat
+
+    from course.grader.nbgrader_ext import check_sections
+    from course.paths import course_root
+
+    nb = nbformat.read(course_root() / "release" / "04_optimisers" / "optimisers.ipynb", 4)
+    sections = check_sections(nb)
+    assert sections["sgd_momentum"] == "Exercise 3.1: sgd_momentum"
+    assert sections["adam"] == "Exercise 3.3: adam"
+    assert sections["adamw"] == "Exercise 3.4: adamw"

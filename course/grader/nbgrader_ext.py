@@ -545,6 +545,30 @@ def section_of(markdown: str, current: str) -> str:
     return current
 
 
+def check_sections(nb) -> dict[str, str]:
+    """{grade id of a hidden check: the section it grades}: the heading above the solution
+    cell it grades (`<grade id>_solution`, or one whose id starts with `<grade id>_`), else
+    the heading above the check itself. 04 checks its four rules after the last of them,
+    and all four were named "Exercise 3.4: adamw"."""
+    from course.grader.cells import solution_cell_id
+
+    above, solved, label = {}, {}, ""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            label = section_of(cell.source, label)
+        if (solution := solution_cell_id(cell)) is not None:
+            solved.setdefault(solution, label)
+        if (grade_id := grade_id_of_test_cell(cell)) is not None:
+            above[grade_id] = label
+    sections = {}
+    for grade_id, label in above.items():
+        graded = solved.get(f"{grade_id}_solution") or next(
+            (section for sid, section in solved.items() if sid.startswith(f"{grade_id}_")), None
+        )
+        sections[grade_id] = graded or label
+    return sections
+
+
 DESCRIBED = re.compile(r"^#\s*Hidden check \([^)]*\):\s*(.*)$")
 
 
@@ -576,13 +600,12 @@ class ExerciseFeedback(NbGraderPreprocessor):
 
         from nbformat.v4 import new_markdown_cell
 
-        rows, label, previous = [], "", None
+        rows, previous, sections = [], None, check_sections(nb)
         for cell in nb.cells:
-            if cell.cell_type == "markdown":
-                label = section_of(cell.source, label)
             grade_id = grade_id_of_test_cell(cell)
             if grade_id is None:
                 continue
+            label = sections[grade_id]
             cell.outputs = [o for o in cell.outputs if o.get("output_type") != "execute_result"]
             meta = nbgrader_meta(cell)
             score, points = float(meta.get("score") or 0), float(meta.get("points") or 0)
