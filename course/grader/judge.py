@@ -256,8 +256,10 @@ def score(check: Check, results: list[Result]) -> float:
     return math.floor(check.points * share * 100 + 1e-9) / 100
 
 
-def credit_rule(check: Check) -> str:
-    """The cell's partial-credit rule, in words (the last line of a report with failures)."""
+def credit_rule(check: Check, results: list[Result] | None = None) -> str:
+    """The cell's partial-credit rule, in words (the last line of a report with failures),
+    with the share of the weights that passed here, so the score can be worked out (the walk
+    of issue 33: 16 of 28 sub-checks passed and 1.15 of 3 points did not add up)."""
     capped = {}
     for rule in check.rules.values():
         if rule.cap is not None:
@@ -266,6 +268,10 @@ def credit_rule(check: Check) -> str:
                 what = what.removesuffix(tail)
             capped.setdefault(rule.cap, []).append(what)
     words = "  Credit: the passed share of the sub-checks' weights"
+    total = sum(r.weight for r in results or [])
+    if total > 0:
+        passed = sum(r.weight for r in results if r.passed) / total
+        words += f" (here {math.floor(passed * 100 + 1e-9):g}%)"
     for cap, whats in sorted(capped.items()):
         words += f"; a failing {' or '.join(whats)} caps the cell at {cap:.0%} of its points"
     return words + "."
@@ -305,7 +311,7 @@ def report(check: Check, results: list[Result], points: float, limit: int = 8) -
             first = members[0].message.partition(": ")[0]
             lines.append(f"  FAIL {len(members)} sub-checks ({first}, ...): {once(cause)}")
     if passed < len(results):
-        lines.append(credit_rule(check))
+        lines.append(credit_rule(check, results))
     return "\n".join(lines)
 
 
