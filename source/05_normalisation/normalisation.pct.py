@@ -1128,13 +1128,16 @@ def explore(batch_size=32, log10_weight_scale=-2.0, normalization="batchnorm"):
         stds.append(out.std())
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3), layout="constrained")
     ax1.plot(losses)
-    ax1.set(
-        xlabel="step",
-        ylabel="loss",
-        title=f"{normalization}, batch {batch_size}: does it fall below log 10?",
-    )
+    title = f"{normalization}, batch {batch_size}, weights 1e{log10_weight_scale:g}: below log 10?"
+    broken = np.flatnonzero(~np.isfinite(losses))
+    if broken.size:  # overflow: the curve stops, and says where
+        ax1.set_yscale("log")
+        title += f"\ndiverged: no finite loss from step {broken[0]} on"
+    ax1.set(xlabel="step", ylabel="loss", title=title)
     ax2.semilogy(range(1, len(stds) + 1), np.maximum(stds, 1e-30), marker="o")
     ax2.set(xlabel="hidden layer", ylabel="activation std", title="Do the deep layers stay alive?")
+    if not np.all(np.isfinite(stds)):
+        ax2.set_title("The activations overflowed: nothing to draw")
     plain_log_labels(ax2)
     plt.show()
 

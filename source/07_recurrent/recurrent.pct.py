@@ -860,7 +860,9 @@ def explore_radius(radius=1.0, cell="rnn", forget_bias=0.0):
     ax.set(
         xlabel="steps back in time from the loss",
         ylabel="||dh_t|| (+ ||dc_t||)",
-        title=f"{cell}, spectral radius {radius:g}: does the gradient survive 40 steps?",
+        title=f"{cell}, spectral radius {radius:g}"
+        + (f", forget bias {forget_bias:g}" if cell == "lstm" else "")
+        + ": does the gradient survive 40 steps?",
     )
     plain_log_labels(ax)
     ax.legend()
