@@ -61,9 +61,9 @@ KNOWN = pytest.mark.xfail(
 @pytest.mark.parametrize(
     "backward",
     [
-        pytest.param("BWD_CSTEP", marks=KNOWN),
+        "BWD_CSTEP",
         "BWD_THREAD",
-        pytest.param("BWD_SETTRACE", marks=KNOWN),
+        "BWD_SETTRACE",
         "BWD_FROZEN",
         "BWD_STDLIBPATH",
         "BWD_FORK",

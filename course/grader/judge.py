@@ -184,6 +184,11 @@ def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
             failing = [
                 n for n in needs if not getattr(results.get(f"{n}:{detail}"), "passed", False)
             ]
+            failing_every = [
+                p
+                for p in rule.requires_every
+                if any(k.startswith(f"{p}:") and not r.passed for k, r in results.items())
+            ]
             if needs and NUDGED_FORWARD_OFF in result.message:
                 label = f"{rule.what} {detail}".strip()
                 forward = needs[0]  # a self-check's first requirement is its forward pass
@@ -208,6 +213,11 @@ def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
             if result.passed and failing:
                 label = f"{rule.what} {detail}".strip()
                 why = f"{label}: not credited while the {failing[0]} check of it fails"
+                results[key] = Result(key, False, rule.weight, why)
+                changed = True
+            elif result.passed and failing_every:
+                label = f"{rule.what} {detail}".strip()
+                why = f"{label}: not credited while the {failing_every[0]} check fails"
                 results[key] = Result(key, False, rule.weight, why)
                 changed = True
     # Raising is easy: an error contract (Rule.raises) is credited only beside a right answer
