@@ -329,11 +329,6 @@ def test_complex_step_conv_backward_naive_earns_nothing():
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="a batched complex step passes for the RNN's backward",
-)
 def test_complex_step_rnn_backward_earns_nothing():
     _earns_nothing(
         "07_recurrent",
@@ -344,11 +339,6 @@ def test_complex_step_rnn_backward_earns_nothing():
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="a batched complex step passes for attention_backward",
-)
 def test_complex_step_attention_backward_earns_nothing():
     _earns_nothing(
         "08_attention",
