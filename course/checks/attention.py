@@ -269,7 +269,8 @@ register(
                     "dq with",
                     rtol=1e-7,
                     cap=WRONG_VALUE_CAP,
-                    hint="dq = ds k / sqrt(d), ds = p * (dp - sum(dp * p, axis=-1)), dp = dout v^T.",
+                    hint="dq = ds k / sqrt(d), ds = p * (dp - sum(dp * p, axis=-1)), "
+                    "dp = dout v^T.",
                     requires="byhand",
                     noise_floor=SATURATED_NOISE,
                     factors=scale_factors,
@@ -283,7 +284,8 @@ register(
                             "dq",
                             "dq is off too, and both come from ds: the softmax's Jacobian, "
                             "ds = p * (dp - sum(dp * p, axis=-1, keepdims=True)), dp = dout v^T, "
-                            "summed over the keys (the last axis), not only its diagonal p * (1 - p).",
+                            "summed over the keys (the last axis), not only its diagonal "
+                            "p * (1 - p).",
                         ),
                     ),
                     cap=WRONG_VALUE_CAP,
