@@ -314,11 +314,6 @@ def test_complex_step_batchnorm_backward_earns_nothing():
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="a batched complex step passes for conv_backward_naive",
-)
 def test_complex_step_conv_backward_naive_earns_nothing():
     _earns_nothing(
         "06_convolution",
