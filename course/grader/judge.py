@@ -170,9 +170,14 @@ def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
                 break
     # The failures that explain the others come first in the report (a wrong forward pass
     # before the gradients computed from its cache).
+    # A check-wide sub-check (one that others require whatever their case: Rule.
+    # requires_every) comes last: a small case's failure names the mistake more precisely.
+    wide = {p for k in results for p in rule_for(check, k).requires_every}
+    last = [k for k in results if k.partition(":")[0] in wide and k not in upstream]
     results = {
-        **{k: r for k, r in results.items() if k not in upstream},
+        **{k: r for k, r in results.items() if k not in upstream and k not in last},
         **{k: results[k] for k in upstream},
+        **{k: results[k] for k in last},
     }
     changed = True
     while changed:  # requirements chain (a selfcheck requires the loss, which requires ...)
