@@ -21,6 +21,7 @@ import os
 import numpy as np
 import pytest
 
+from course.checks import common
 from course.grader import judge, model, probe
 from course.grader.sources import (
     notebook_from_text,
@@ -40,6 +41,10 @@ SLOW_CHECKS = {
     # that is the machine's, not the seed's. 1501 timed pairs a draw: 300 draws took 79 s.
     "conv_fast_speed": 20,
 }  # draws of checks that train, or time
+# The large case of the by-hand backward passes (course.checks.common.record_large): its
+# inputs are plain normal draws of large arrays, judged by projections to rounding, and it
+# costs about as much as all the other cases of its check together: the first few seeds.
+LARGE_SEEDS = int(os.environ.get("SWEEP_LARGE_SEEDS", "10"))
 
 model._load_checks()
 CHECKS = sorted(model.checks_by_name().values(), key=lambda c: c.name)
@@ -62,9 +67,13 @@ def namespace(key: str) -> dict:
 def test_the_solutions_pass_on_any_seed(check):
     seeds = np.random.default_rng(2026).integers(0, 2**63, SEEDS)[: SLOW_CHECKS.get(check.name)]
     failures = []
-    for seed in seeds:
-        with contextlib.redirect_stdout(io.StringIO()):
-            outputs = probe.probe(check, namespace(check.notebook), int(seed))
+    for index, seed in enumerate(seeds):
+        common.LARGE_CASES[0] = index < LARGE_SEEDS
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                outputs = probe.probe(check, namespace(check.notebook), int(seed))
+        finally:
+            common.LARGE_CASES[0] = True
         broken = [  # a stated error contract (Rule.raises) is the solution's right answer
             v.why
             for k, v in outputs.items()

@@ -18,7 +18,9 @@ from course.checks.common import (
     away_from_zero,
     centred_error,
     nudged_observation,
+    record_large,
     stacked,
+    with_large,
 )
 from course.grader.model import Assignment, Check, Rule, register
 from course.grader.probe import lines_run
@@ -231,6 +233,19 @@ def probe_attention_backward(student, rng, out):
         keys = ["forward", "dq", "dk", "dv", "selfcheck", "byhand"]
         out.record([f"{key}:{label}" for key in keys], compute)
 
+    # Large: every key and value reaches every output of its example, so a numerical
+    # gradient needs about Tk (d + dv) forward passes.
+    Tq, Tk, d, dv = (
+        int(rng.integers(lo, hi)) for lo, hi in ((160, 200), (160, 200), (48, 64), (40, 56))
+    )
+
+    def run(own):
+        q, k = own.standard_normal((1, Tq, d)), own.standard_normal((1, Tk, d))
+        v, dout = own.standard_normal((1, Tk, dv)), own.standard_normal((1, Tq, dv))
+        return (lambda: forward(q, k, v, None)[1], lambda cache: backward(dout, cache))
+
+    record_large(out, rng, f"Tq = {Tq}, Tk = {Tk}, d = {d}, dv = {dv}, no mask", run)
+
 
 SELFCHECK = "gradients against centred differences of your own forward pass, for"
 # dq and dk come through the softmax's Jacobian, a cancellation where the softmax
@@ -246,49 +261,58 @@ register(
         notebook=NOTEBOOK,
         points=3,
         probe=probe_attention_backward,
-        rules={
-            "forward": Rule("attention output (forward) with", rtol=1e-8, weight=0.5),
-            "byhand": BY_HAND_RULE,
-            "dq": Rule(
-                "dq with",
-                rtol=1e-7,
-                cap=WRONG_VALUE_CAP,
-                hint="dq = ds k / sqrt(d), ds = p * (dp - sum(dp * p, axis=-1)), dp = dout v^T.",
-                requires="byhand",
-                noise_floor=SATURATED_NOISE,
-                factors=scale_factors,
-            ),
-            "dk": Rule(
-                "dk with",
-                rtol=1e-7,
-                hint="dk = ds^T q / sqrt(d) (swap the last two axes).",
-                hint_unless=(
-                    (
-                        "dq",
-                        "dq is off too, and both come from ds: the softmax's Jacobian, "
-                        "ds = p * (dp - sum(dp * p, axis=-1, keepdims=True)), dp = dout v^T, "
-                        "summed over the keys (the last axis), not only its diagonal p * (1 - p).",
-                    ),
+        rules=with_large(
+            {
+                "forward": Rule("attention output (forward) with", rtol=1e-8, weight=0.5),
+                "byhand": BY_HAND_RULE,
+                "dq": Rule(
+                    "dq with",
+                    rtol=1e-7,
+                    cap=WRONG_VALUE_CAP,
+                    hint="dq = ds k / sqrt(d), ds = p * (dp - sum(dp * p, axis=-1)), "
+                    "dp = dout v^T.",
+                    requires="byhand",
+                    noise_floor=SATURATED_NOISE,
+                    factors=scale_factors,
                 ),
-                cap=WRONG_VALUE_CAP,
-                requires="byhand",
-                noise_floor=SATURATED_NOISE,
-                factors=scale_factors,
-            ),
-            "dv": Rule(
-                "dv with", rtol=1e-7, hint="dv = p^T dout.", cap=WRONG_VALUE_CAP, requires="byhand"
-            ),
-            "selfcheck": Rule(
-                SELFCHECK,
-                kind="below",
-                rtol=1e-6,
-                weight=2,
-                hint="a gradient does not match the forward pass it comes from: the "
-                "softmax's Jacobian, or the 1 / sqrt(d), is off.",
-                requires=("forward", "byhand"),
-                measure=centred_error(),
-            ),
-        },
+                "dk": Rule(
+                    "dk with",
+                    rtol=1e-7,
+                    hint="dk = ds^T q / sqrt(d) (swap the last two axes).",
+                    hint_unless=(
+                        (
+                            "dq",
+                            "dq is off too, and both come from ds: the softmax's Jacobian, "
+                            "ds = p * (dp - sum(dp * p, axis=-1, keepdims=True)), dp = dout v^T, "
+                            "summed over the keys (the last axis), not only its diagonal "
+                            "p * (1 - p).",
+                        ),
+                    ),
+                    cap=WRONG_VALUE_CAP,
+                    requires="byhand",
+                    noise_floor=SATURATED_NOISE,
+                    factors=scale_factors,
+                ),
+                "dv": Rule(
+                    "dv with",
+                    rtol=1e-7,
+                    hint="dv = p^T dout.",
+                    cap=WRONG_VALUE_CAP,
+                    requires="byhand",
+                ),
+                "selfcheck": Rule(
+                    SELFCHECK,
+                    kind="below",
+                    rtol=1e-6,
+                    weight=2,
+                    hint="a gradient does not match the forward pass it comes from: the "
+                    "softmax's Jacobian, or the 1 / sqrt(d), is off.",
+                    requires=("forward", "byhand"),
+                    measure=centred_error(),
+                ),
+            },
+            ("dq", "dk", "dv", "selfcheck"),
+        ),
     )
 )
 
@@ -473,6 +497,18 @@ def probe_multihead_backward(student, rng, out):
         keys = ["forward", *(f"d{n}" for n in names), "selfcheck", "byhand"]
         out.record([f"{key}:{label}" for key in keys], compute)
 
+    # Large: every position of x reaches every output of its example, and each weight
+    # matrix is dense in them: about T D + 4 D**2 forward passes for a numerical gradient.
+    T, D = int(rng.integers(56, 72)), 16 * int(rng.integers(4, 5))
+
+    def run(own):
+        x, dout = own.standard_normal((2, T, D)), own.standard_normal((2, T, D))
+        weights = [own.standard_normal((D, D)) / np.sqrt(D) for _ in range(4)]
+        mask = np.tril(np.ones((T, T), bool))
+        return (lambda: forward(x, *weights, 4, mask)[1], lambda cache: backward(dout, cache))
+
+    record_large(out, rng, f"x of 2 by {T} by {D}, 4 heads, a causal mask", run)
+
 
 MHA_BACKWARD_HINT = (
     "dWo = merged^T dout (flattened over N and T); back through the merge, attention_backward "
@@ -485,29 +521,32 @@ register(
         notebook=NOTEBOOK,
         points=3,
         probe=probe_multihead_backward,
-        rules={
-            "forward": Rule("multi-head output (forward) for", rtol=1e-8, weight=0.5),
-            "byhand": BY_HAND_RULE,
-            **{
-                f"d{n}": Rule(
-                    f"d{n} for",
-                    rtol=1e-7,
-                    hint=MHA_BACKWARD_HINT,
-                    cap=WRONG_VALUE_CAP,
-                    requires="byhand",
-                )
-                for n in ("x", "Wq", "Wk", "Wv", "Wo")
+        rules=with_large(
+            {
+                "forward": Rule("multi-head output (forward) for", rtol=1e-8, weight=0.5),
+                "byhand": BY_HAND_RULE,
+                **{
+                    f"d{n}": Rule(
+                        f"d{n} for",
+                        rtol=1e-7,
+                        hint=MHA_BACKWARD_HINT,
+                        cap=WRONG_VALUE_CAP,
+                        requires="byhand",
+                    )
+                    for n in ("x", "Wq", "Wk", "Wv", "Wo")
+                },
+                "selfcheck": Rule(
+                    SELFCHECK,
+                    kind="below",
+                    rtol=1e-6,
+                    weight=2,
+                    hint="a gradient does not match the forward pass it comes from.",
+                    requires=("forward", "byhand"),
+                    measure=centred_error(),
+                ),
             },
-            "selfcheck": Rule(
-                SELFCHECK,
-                kind="below",
-                rtol=1e-6,
-                weight=2,
-                hint="a gradient does not match the forward pass it comes from.",
-                requires=("forward", "byhand"),
-                measure=centred_error(),
-            ),
-        },
+            ("dx", "dWq", "dWk", "dWv", "dWo", "selfcheck"),
+        ),
     )
 )
 

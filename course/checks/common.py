@@ -8,11 +8,14 @@ never a boolean or an error it computed itself.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from course.gradcheck import relative_errors
-from course.grader.model import NUDGED_FORWARD_OFF, ROUNDING_RTOL, Rule
-from course.grader.probe import nudge_sample, nudged
+from course.grader import probe as _probe
+from course.grader.model import NUDGED_FORWARD_OFF, ROUNDING_RTOL, Broken, Rule
+from course.grader.probe import OverBudget, nudge_sample, nudged, within_budget
 
 STEP = 1e-5  # the step of course.grader.probe.nudged, unless a probe says otherwise
 
@@ -282,3 +285,125 @@ BY_HAND_RULE = Rule(
     "are for checking one.",
     measure=by_hand,
 )
+
+
+# A backward pass is written by hand, second rule: it is fast on a large case. Each check
+# that requires BY_HAND_RULE also runs its layer once on inputs drawn (from its seed) so
+# that the chain rule costs about one forward pass (milliseconds) while a gradient from
+# forward passes at nudged inputs needs at least about 1e4 of them, however it groups the
+# elements that share no output (the Jacobian's colouring), stacked in one batch or not:
+# seconds to minutes. The kernel gives that backward a CPU-time budget (LARGE_FACTOR times
+# its own forward's, at least LARGE_FLOOR, at most LARGE_CAP seconds) and LARGE_MEMORY more
+# bytes of address space; a kernel that lifts them meets the cell's timeout (60 s, taken
+# outside the kernel). Its gradients travel as a few random projections (LARGE_PROJECTIONS
+# each, drawn after the backward returned), judged against the reference's to rounding;
+# every gradient sub-check of the check requires it (Rule.requires_every).
+LARGE_FACTOR, LARGE_FLOOR, LARGE_CAP = 20, 0.1, 2.0
+LARGE_MEMORY = 1 << 30
+LARGE_PROJECTIONS = 2
+LARGE_RTOL = 1e-9  # the course's analytic forms agree to about 1e-13 of the norm
+# Off only where a test judges many seeds (tests/test_inputs_sweep.py: a few run it). A
+# kernel that turns it off records no large case, and fails it.
+LARGE_CASES = [True]
+
+
+def _projections(grads, rng) -> np.ndarray:
+    """(gradients, 2 + LARGE_PROJECTIONS): each gradient's size, its norm and its dot
+    products with random normal vectors (drawn once, for the largest)."""
+    arrays = [np.asarray(g, dtype=np.float64).ravel() for g in grads]
+    largest = max((a.size for a in arrays), default=0)
+    u = rng.standard_normal((LARGE_PROJECTIONS, largest))
+    rows = []
+    for a in arrays:
+        finite = bool(np.all(np.isfinite(a)))
+        norm = float(np.linalg.norm(a)) if finite else float("nan")
+        rows.append([float(a.size), norm, *(u[:, : a.size] @ a if finite else [np.nan] * 2)])
+    return np.array(rows, dtype=np.float64)
+
+
+def record_large(out, rng, label: str, run) -> None:
+    """The large case of a by-hand backward pass, under "large:<label>".
+
+    run(large_rng) -> (forward, backward): forward() runs the student's forward pass on
+    inputs drawn from large_rng and returns its cache; backward(cache) returns the
+    gradients (a tuple, or one array). One draw of `rng` seeds large_rng, whatever happens.
+    """
+    seed = int(rng.integers(2**63))
+    if not LARGE_CASES[0]:
+        return
+    key = f"large:{label}"
+    if _probe._WORKED_ELSEWHERE[0]:
+        out[key] = Broken(
+            "not run: on the smaller cases your backward pass worked in another thread or "
+            "process (a backward pass by hand needs neither)"
+        )
+        return
+
+    def compute():
+        own = np.random.default_rng(seed)
+        forward, backward = run(own)
+        start = time.process_time()
+        try:
+            cache = within_budget(forward, LARGE_CAP, LARGE_MEMORY)
+        except OverBudget:
+            return Broken(f"the forward pass took more than {LARGE_CAP:g} s of CPU time")
+        except MemoryError:
+            return Broken("the forward pass ran out of memory")
+        spent = time.process_time() - start
+        budget = min(LARGE_CAP, max(LARGE_FLOOR, LARGE_FACTOR * spent))
+        try:
+            grads = within_budget(lambda: backward(cache), budget, LARGE_MEMORY)
+        except OverBudget:
+            return Broken(
+                f"the backward pass took more than {budget:.2g} s of CPU time (your forward "
+                f"pass: {spent * 1e3:.0f} ms). A backward pass by hand costs about one "
+                "forward pass; a gradient from your forward pass at nudged inputs (a finite "
+                "difference, a complex step, stacked in a batch or not) costs thousands"
+            )
+        except MemoryError:
+            return Broken(
+                f"the backward pass ran out of memory (more than {LARGE_MEMORY >> 20} MiB "
+                "beyond the forward's): a backward pass by hand needs a few arrays of the "
+                "inputs' size, a batch of nudged inputs needs thousands"
+            )
+        grads = list(grads) if isinstance(grads, tuple | list) else [grads]
+        return _projections(grads, own)
+
+    out.record(key, compute)
+
+
+def projection_error(got, want):
+    """measure: the large case's gradients against the reference's, from _projections:
+    the largest difference of a norm or a projection, relative to the reference
+    gradient's norm."""
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    if got.ndim != 2 or got.shape[1] != 2 + LARGE_PROJECTIONS or len(got) != len(want):
+        return f"returned {len(got) if got.ndim == 2 else 'other'} gradients, expected {len(want)}"
+    if not np.array_equal(got[:, 0], want[:, 0]):
+        return "a gradient has the wrong size"
+    if not np.all(np.isfinite(got)):
+        return "a gradient contains NaN or infinity"
+    scale = np.maximum(want[:, 1], 1e-300)[:, None]
+    return float(np.max(np.abs(got[:, 1:] - want[:, 1:]) / scale))
+
+
+# Worth nothing itself, like BY_HAND_RULE: every gradient sub-check of the check requires
+# it (Rule.requires_every=("large",)).
+LARGE_RULE = Rule(
+    "gradients of a large case (judged by random projections), for",
+    kind="below",
+    rtol=LARGE_RTOL,
+    weight=0,
+    hint="compute each gradient from the cache with the chain rule, with array operations "
+    "over the whole batch.",
+    measure=projection_error,
+)
+
+
+def with_large(rules: dict[str, Rule], gradients) -> dict[str, Rule]:
+    """rules with LARGE_RULE under "large", required by each rule named in `gradients`."""
+    import dataclasses
+
+    changed = {k: dataclasses.replace(r, requires_every=("large",)) for k, r in rules.items()
+               if k in gradients}  # fmt: skip
+    return {**rules, **changed, "large": LARGE_RULE}

@@ -23,7 +23,9 @@ from course.checks.common import (
     centred_error,
     clear_of_kinks,
     nudged_observation,
+    record_large,
     stacked,
+    with_large,
 )
 from course.checks.multilayer import drawn_with, moments
 from course.checks.normalisation import CARRIED_03
@@ -279,6 +281,21 @@ def probe_conv_backward_naive(student, rng, out):
         set(small),
         by_hand=True,
     )
+    # Large: few output pixels, each reading a window of C x 7 x 7 that overlaps nearly
+    # every other; a numerical gradient needs one forward pass per element of w (F at once)
+    # and about one per element of x: thousands, each as long as the whole forward pass.
+    C = int(rng.integers(56, 72))
+
+    def run(own):
+        x, w = own.standard_normal((1, C, 10, 10)), own.standard_normal((4, C, 7, 7))
+        b, param = own.standard_normal(4), {"stride": 1, "pad": 1}
+        dout = own.standard_normal((1, 4, 6, 6))
+        return (
+            lambda: _call_forward(student.conv_forward_naive, x, w, b, param)[1],
+            lambda cache: student.conv_backward_naive(dout, cache),
+        )
+
+    record_large(out, rng, f"x of 1 by {C} by 10 by 10, 4 filters of 7x7, pad 1", run)
 
 
 GRADIENT_RULES = {
@@ -303,7 +320,7 @@ GRADIENT_RULES = {
     ),
 }
 
-register(
+CONV_BACKWARD_NAIVE = register(
     Check(
         name="conv_backward_naive",
         notebook=NOTEBOOK,
@@ -326,6 +343,7 @@ register(
         },
     )
 )
+CONV_BACKWARD_NAIVE.rules = with_large(CONV_BACKWARD_NAIVE.rules, ("dx", "dw", "db", "selfcheck"))
 
 
 # ------------------------------------------------------------------- max pooling

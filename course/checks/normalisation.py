@@ -22,9 +22,11 @@ from course.checks.common import (
     clear_of_kinks,
     network_loss_observed,
     nudged_observation,
+    record_large,
     rounding_aware_error,
     seeded,
     stacked,
+    with_large,
 )
 from course.checks.multilayer import INPUTS_RULE
 from course.grader.model import Assignment, Check, Rule, register
@@ -262,11 +264,22 @@ register(
 
 # ------------------------------------------------------------------- normalisation backward
 
+# The large case's lengths: (the normalised axis, the other), each [low, high).
+LARGE_NORM = ((20000, 24000), (12, 16))
+# Layer norm's rows: short and few, so that a per-row Jacobian (D by D, in a Python loop
+# over the rows: tests/variants_normalisation.py) stays well inside the budget (1100 rows
+# of 230 took 0.1 s in a grading kernel); a numerical gradient needs D forward passes, so
+# this case is a weak one (README, Not protected).
+LARGE_LAYER = ((160, 200), (250, 320))
 
-def norm_backward_probe(forward_name: str, backward_name: str, param: dict):
+
+def norm_backward_probe(
+    forward_name: str, backward_name: str, param: dict, large_axis: int, large=LARGE_NORM
+):
     """dx, dgamma, dbeta; the student's own forward values at nudged x, gamma and beta
     (projected on dout: the grader forms the centred differences); dx raw again for the
-    sums along the normalised axis, which must vanish."""
+    sums along the normalised axis, which must vanish; the large case (common.record_large)
+    with the normalised axis `large_axis` of a length in large[0], the other in large[1]."""
 
     def probe(student, rng, out):
         forward = getattr(student, forward_name)
@@ -297,10 +310,32 @@ def norm_backward_probe(forward_name: str, backward_name: str, param: dict):
             keys = ["forward", "dx", "dgamma", "dbeta", "selfcheck", "sum", "byhand"]
             out.record([f"{k}:{label}" for k in keys], compute)
 
+        # The large case: the normalised axis long (every element of it is coupled to the
+        # others, so a numerical gradient needs one forward pass per position along it),
+        # the other short.
+        long, short = int(rng.integers(*large[0])), int(rng.integers(*large[1]))
+        shape = (long, short) if large_axis == 0 else (short, long)
+
+        def run(own):
+            x = float(own.uniform(-3, 3)) + own.uniform(0.5, 3) * own.standard_normal(shape)
+            gamma, beta = _gamma_beta(own, shape[1])
+            dout = own.standard_normal(shape)
+            return (
+                lambda: forward(x, gamma, beta, dict(param))[1],
+                lambda cache: backward(dout, cache),
+            )
+
+        record_large(out, rng, f"x of {shape[0]} by {shape[1]}", run)
+
     return probe
 
 
 def norm_backward_rules(hint: str, sum_words: str, axis: int) -> dict[str, Rule]:
+    gradients = ("dx", "dgamma", "dbeta", "selfcheck")
+    return with_large(_norm_backward_rules(hint, sum_words, axis), gradients)
+
+
+def _norm_backward_rules(hint: str, sum_words: str, axis: int) -> dict[str, Rule]:
     return {
         "forward": Rule("forward output (train mode) for", rtol=1e-8, weight=0.5, hint=""),
         "byhand": BY_HAND_RULE,
@@ -353,7 +388,7 @@ for name, points in (("batchnorm_backward", 3), ("batchnorm_backward_alt", 2)):
             name=name,
             notebook=NOTEBOOK,
             points=points,
-            probe=norm_backward_probe("batchnorm_forward", name, {"mode": "train"}),
+            probe=norm_backward_probe("batchnorm_forward", name, {"mode": "train"}, 0),
             builds_on={"batchnorm_forward": BN_TRAIN},
             rules=norm_backward_rules(BN_BACKWARD_HINT, "the sum of dx over the batch", 0),
         )
@@ -425,7 +460,7 @@ register(
         name="layernorm_backward",
         notebook=NOTEBOOK,
         points=2,
-        probe=norm_backward_probe("layernorm_forward", "layernorm_backward", {}),
+        probe=norm_backward_probe("layernorm_forward", "layernorm_backward", {}, 1, LARGE_LAYER),
         builds_on={"layernorm_forward": "layernorm_forward"},
         rules=norm_backward_rules(
             "as batch norm's closed form, with the sums over each row (axis=1) and D in "

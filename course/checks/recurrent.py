@@ -19,7 +19,9 @@ from course.checks.common import (
     gradient_observation,
     left_as_given,
     nudged_observation,
+    record_large,
     stacked,
+    with_large,
 )
 from course.grader.model import Assignment, Check, Rule, register
 from course.grader.probe import lines_run, nudged
@@ -125,6 +127,27 @@ def record_layer(out, label, forward, backward, inputs, grad_names, douts, out_k
     out.record(keys, compute)
 
 
+def record_large_layer(out, rng, label, forward, backward, shapes: dict, douts: list, scale=None):
+    """The large case of a layer (common.record_large): inputs of these shapes drawn from
+    the case's own generator (standard normal, times scale[name] where given), upstream
+    gradients of the shapes in `douts`."""
+    scale = scale or {}
+
+    def run(own):
+        inputs = {n: scale.get(n, 1.0) * own.standard_normal(shape) for n, shape in shapes.items()}
+        upstream = [own.standard_normal(shape) for shape in douts]
+        return (
+            lambda: forward(**inputs)[-1],
+            lambda cache: backward(*upstream, cache),
+        )
+
+    record_large(out, rng, label, run)
+
+
+def _large_sizes(rng, *ranges) -> list[int]:
+    return [int(rng.integers(low, high)) for low, high in ranges]
+
+
 def layer_rules(
     what: str, hints: dict[str, str], outputs: dict[str, str], by_hand: bool = True
 ) -> dict[str, Rule]:
@@ -162,7 +185,7 @@ def layer_rules(
         requires=("out", *hand),
         measure=centred_error(),
     )
-    return rules
+    return with_large(rules, ("grad", "selfcheck")) if by_hand else rules
 
 
 # ------------------------------------------------------------------- RNN step
@@ -204,6 +227,19 @@ def probe_rnn_step(student, rng, out):
             [rng.standard_normal(shape)],
             ["out"],
         )
+    # Large: x's width D couples every element of a row of next_h, and Wx's rows do too,
+    # so a numerical gradient needs about 2 D forward passes.
+    D, H = _large_sizes(rng, (8000, 10000), (64, 80))
+    record_large_layer(
+        out,
+        rng,
+        f"x of 2 by {D}, H = {H}",
+        student.rnn_step_forward,
+        student.rnn_step_backward,
+        {"x": (2, D), "prev_h": (2, H), "Wx": (D, H), "Wh": (H, H), "b": (H,)},
+        [(2, H)],
+        {"Wx": D**-0.5, "Wh": 0.5 * H**-0.5, "b": 0.5},
+    )
 
 
 RNN_HINTS = {
@@ -249,7 +285,9 @@ def _sequence_cases(rng, width_factor):
     return cases
 
 
-def sequence_probe(forward_name, backward_name, width_factor):
+def sequence_probe(forward_name, backward_name, width_factor, large):
+    """large: the [low, high) ranges of the large case's T, D and H."""
+
     def probe(student, rng, out):
         forward, backward = getattr(student, forward_name), getattr(student, backward_name)
         for label, inputs, shape in _sequence_cases(rng, width_factor):
@@ -263,6 +301,20 @@ def sequence_probe(forward_name, backward_name, width_factor):
                 [rng.standard_normal(shape)],
                 ["out"],
             )
+        # Large: x[:, t] reaches every later h, so a numerical gradient needs about T D
+        # forward passes (and D more for Wx).
+        T, D, H = _large_sizes(rng, *large)
+        W = width_factor * H
+        record_large_layer(
+            out,
+            rng,
+            f"x of 2 by {T} by {D}, H = {H}",
+            forward,
+            backward,
+            {"x": (2, T, D), "h0": (2, H), "Wx": (D, W), "Wh": (H, W), "b": (W,)},
+            [(2, T, H)],
+            {"Wx": D**-0.5, "Wh": 0.5 * H**-0.5, "b": 0.5},
+        )
 
     return probe
 
@@ -272,7 +324,7 @@ register(
         name="rnn_sequence",
         notebook=NOTEBOOK,
         points=3,
-        probe=sequence_probe("rnn_forward", "rnn_backward", 1),
+        probe=sequence_probe("rnn_forward", "rnn_backward", 1, ((8, 12), (1500, 2000), (48, 64))),
         builds_on={"rnn_step": "rnn_step_forward or rnn_step_backward"},
         rules=layer_rules(
             "rnn sequence",
@@ -364,6 +416,26 @@ def probe_lstm_step(student, rng, out):
 
     out.record("quiet:pre-activations near +-800", warned)
 
+    # Large: as the RNN step's, with four gates.
+    D, H = _large_sizes(rng, (6000, 8000), (24, 32))
+    record_large_layer(
+        out,
+        rng,
+        f"x of 2 by {D}, H = {H}",
+        student.lstm_step_forward,
+        student.lstm_step_backward,
+        {
+            "x": (2, D),
+            "prev_h": (2, H),
+            "prev_c": (2, H),
+            "Wx": (D, 4 * H),
+            "Wh": (H, 4 * H),
+            "b": (4 * H,),
+        },
+        [(2, H), (2, H)],
+        {"Wx": D**-0.5, "Wh": 0.5 * H**-0.5, "b": 0.5},
+    )
+
 
 LSTM_HINTS = {
     "out": "a = x @ Wx + prev_h @ Wh + b split in the order i, f, o, g (not PyTorch's i, f, "
@@ -399,7 +471,7 @@ register(
         name="lstm_sequence",
         notebook=NOTEBOOK,
         points=3,
-        probe=sequence_probe("lstm_forward", "lstm_backward", 4),
+        probe=sequence_probe("lstm_forward", "lstm_backward", 4, ((8, 12), (1200, 1600), (24, 32))),
         builds_on={"lstm_step": "lstm_step_forward or lstm_step_backward"},
         rules=layer_rules(
             "lstm sequence",
@@ -465,6 +537,18 @@ def probe_temporal_layers(student, rng, out):
             [rng.standard_normal((n, t, M))],
             ["out"],
         )
+    # Large: x's width D couples every output of a position, w's rows too: about 2 D
+    # forward passes for a numerical gradient.
+    D, M = _large_sizes(rng, (8000, 10000), (48, 64))
+    record_large_layer(
+        out,
+        rng,
+        f"x of 2 by 3 by {D}, M = {M}",
+        student.temporal_affine_forward,
+        student.temporal_affine_backward,
+        {"x": (2, 3, D), "w": (D, M), "b": (M,)},
+        [(2, 3, M)],
+    )
 
 
 register(

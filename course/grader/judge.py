@@ -170,9 +170,14 @@ def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
                 break
     # The failures that explain the others come first in the report (a wrong forward pass
     # before the gradients computed from its cache).
+    # A check-wide sub-check (one that others require whatever their case: Rule.
+    # requires_every) comes last: a small case's failure names the mistake more precisely.
+    wide = {p for k in results for p in rule_for(check, k).requires_every}
+    last = [k for k in results if k.partition(":")[0] in wide and k not in upstream]
     results = {
-        **{k: r for k, r in results.items() if k not in upstream},
+        **{k: r for k, r in results.items() if k not in upstream and k not in last},
         **{k: results[k] for k in upstream},
+        **{k: results[k] for k in last},
     }
     changed = True
     while changed:  # requirements chain (a selfcheck requires the loss, which requires ...)
@@ -183,6 +188,11 @@ def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
             needs = (rule.requires,) if isinstance(rule.requires, str) else rule.requires or ()
             failing = [
                 n for n in needs if not getattr(results.get(f"{n}:{detail}"), "passed", False)
+            ]
+            failing_every = [
+                p
+                for p in rule.requires_every
+                if any(k.startswith(f"{p}:") and not r.passed for k, r in results.items())
             ]
             if needs and NUDGED_FORWARD_OFF in result.message:
                 label = f"{rule.what} {detail}".strip()
@@ -208,6 +218,11 @@ def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
             if result.passed and failing:
                 label = f"{rule.what} {detail}".strip()
                 why = f"{label}: not credited while the {failing[0]} check of it fails"
+                results[key] = Result(key, False, rule.weight, why)
+                changed = True
+            elif result.passed and failing_every:
+                label = f"{rule.what} {detail}".strip()
+                why = f"{label}: not credited while the {failing_every[0]} check fails"
                 results[key] = Result(key, False, rule.weight, why)
                 changed = True
     # Raising is easy: an error contract (Rule.raises) is credited only beside a right answer

@@ -66,6 +66,10 @@ class Rule:
     # tuple): a self-consistency check of a degenerate implementation (all zeros agree with
     # all zeros) earns nothing alone.
     requires: str | tuple[str, ...] | None = None
+    # Credit only if every sub-check whose key starts with "<prefix>:" passed, whatever its
+    # detail (each prefix of the tuple): a requirement of the whole check, such as its
+    # large case (course.checks.common.LARGE_RULE), which a gradient of any case needs.
+    requires_every: tuple[str, ...] = ()
     picture: str | None = None  # "curve": if it fails, draw it over the reference band
     measure: Callable[[object, object], object] | None = None
     # The measure reads the student's observation "<uses>:<same detail>" instead of this

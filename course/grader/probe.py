@@ -11,6 +11,7 @@ import functools
 import hashlib
 import io
 import os
+import signal
 import sys
 import sysconfig
 import threading
@@ -196,8 +197,92 @@ def lines_run(compute: Callable[[], object]) -> tuple[object, float]:
     if _TRUSTED[0]:
         return result, float(count[0])
     if forked[0] or kin > OFF_KIN_SECONDS or elsewhere > max(OFF_THREAD_SECONDS, thread):
+        _WORKED_ELSEWHERE[0] = True
         return result, OFF_THREAD_COUNT
     return result, float(count[0])
+
+
+# Whether a backward pass of this probe worked in another thread or process (lines_run's
+# OFF_THREAD_COUNT): its large case is then not run (course.checks.common.record_large),
+# since a budget of this thread's CPU time cannot stop work done elsewhere. Reset by
+# `probe`; a kernel that resets it only runs its own work on, in its own cell's time.
+_WORKED_ELSEWHERE = [False]
+
+
+class OverBudget(BaseException):
+    """Raised into the student's code when it passes the CPU budget of `within_budget` (a
+    BaseException: an `except Exception` of theirs does not swallow it)."""
+
+
+def _address_space() -> int | None:
+    """This process's address space in bytes (Linux), None where unknown."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def within_budget(compute: Callable[[], object], seconds: float, memory: int):
+    """compute() with at most `seconds` of this process's CPU time (a profiling timer,
+    every thread's time) and `memory` more bytes of address space than it has now. Past
+    the time, OverBudget is raised into the main thread (again every 50 ms, should it be
+    swallowed) and into any thread started meanwhile with `threading` (at its next call);
+    past the memory, NumPy raises MemoryError. Without a main thread to signal, or in the
+    grader's own process (trusted), compute() runs as it is: the cell's timeout, outside
+    the kernel, still bounds it."""
+    if (
+        _TRUSTED[0]
+        or threading.current_thread() is not threading.main_thread()
+        or not hasattr(signal, "setitimer")
+    ):
+        return compute()
+    import resource
+
+    expired = [False]
+    armed = [True]
+
+    def expire(signum, frame):
+        if armed[0]:
+            expired[0] = True
+            raise OverBudget()
+
+    def stop_threads(frame, event, arg):
+        # A thread started within the budget stops at its first call after it has passed,
+        # and for good. It reads the clock itself: the timer's signal may reach it rather
+        # than the main thread, which may be waiting for it (join), and only the main
+        # thread runs Python's handlers.
+        if expired[0] or time.process_time() > deadline:
+            expired[0] = True
+            raise OverBudget()
+        return None
+
+    limit = resource.getrlimit(resource.RLIMIT_AS)
+    used = _address_space()
+    previous = signal.signal(signal.SIGPROF, expire)
+    before_threads = threading.gettrace()
+    try:
+        if used is not None:
+            cap = used + memory
+            if limit[1] != resource.RLIM_INFINITY:
+                cap = min(cap, limit[1])
+            if limit[0] == resource.RLIM_INFINITY or cap < limit[0]:
+                resource.setrlimit(resource.RLIMIT_AS, (cap, limit[1]))
+        deadline = time.process_time() + seconds
+        threading.settrace(stop_threads)
+        signal.setitimer(signal.ITIMER_PROF, max(seconds, 1e-3), 0.05)
+        return compute()
+    finally:
+        while True:  # a timer firing during the clean-up must not cut it short
+            try:
+                armed[0] = False
+                signal.setitimer(signal.ITIMER_PROF, 0)
+                signal.signal(signal.SIGPROF, previous)
+                threading.settrace(before_threads)
+                resource.setrlimit(resource.RLIMIT_AS, limit)
+                break
+            except OverBudget:
+                continue
 
 
 def _unlocated(code) -> frozenset[int]:
@@ -490,6 +575,7 @@ def seeded_by_grader(name: str) -> bool:
 
 def probe(check: Check, namespace: dict, seed: int | None = None) -> dict:
     outputs = Outputs()
+    _WORKED_ELSEWHERE[0] = False
     seed = check.seed() if seed is None else seed
     try:
         check.probe(Student(namespace), np.random.default_rng(seed), outputs)
