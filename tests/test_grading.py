@@ -443,15 +443,17 @@ def test_report_lists_failures_up_to_a_limit():
 
 def test_report_says_each_likely_mistake_once():
     """Issue 33: a wrong dx failed in four cases, and the report repeated the same three
-    lines of hint four times; a later failure with that hint now points above."""
+    lines of hint four times; a failure with the hint of the line before points above."""
     chk = dummy_check(points=2)
     hint = " Likely mistake: x feeds both the centred values and the mean."
     results = [Result(f"dx:{c}", False, 1.0, f"dx for {c} is off{hint}") for c in "abc"]
     results.append(Result("db:a", False, 1.0, "db for a is off Likely mistake: another one."))
+    results.append(Result("dx:d", False, 1.0, f"dx for d is off{hint}"))
     lines = judge.report(chk, results, 0.0).splitlines()
     assert lines[1] == f"  FAIL dx for a is off{hint}"
     assert lines[2:4] == [f"  FAIL dx for {c} is off Likely mistake: as above." for c in "bc"]
     assert lines[4] == "  FAIL db for a is off Likely mistake: another one."
+    assert lines[5] == f"  FAIL dx for d is off{hint}"  # said again: "above" is another
 
 
 def test_report_gives_the_share_of_weight_that_passed():

@@ -206,9 +206,15 @@ def test_a_report_names_the_failure_that_explains_the_others(module, name, cells
     judged = reports_in_process(module, variant)
     for cell, (first, words) in cells.items():
         report = judged[cell][1]
-        fails = [
-            line[len("  FAIL ") :] for line in report.splitlines() if line.startswith("  FAIL ")
-        ]
+        fails, hint = [], ""
+        for line in report.splitlines():
+            if not line.startswith("  FAIL "):
+                continue
+            line = line[len("  FAIL ") :]
+            if line.endswith(" Likely mistake: as above."):  # the line before's hint
+                line = line.removesuffix("as above.") + hint
+            hint = line.partition(" Likely mistake: ")[2]
+            fails.append(line)
         assert fails and fails[0].startswith(first), f"{cell}:\n{report}"
         for start, blamed in words.items():
             off = [line for line in fails if line.startswith(start) and blamed not in line]

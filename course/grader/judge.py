@@ -305,14 +305,14 @@ def report(check: Check, results: list[Result], points: float, limit: int = 8) -
         if not r.passed:
             cause = r.message.partition(": ")[2]
             groups.setdefault(cause if cause.startswith(SHARED_CAUSES) else r.message, []).append(r)
-    hints: set[str] = set()
+    previous = [""]
 
     def once(text: str) -> str:
-        """The text, its likely mistake said only the first time (four cases of one wrong
-        dx repeated the same three lines four times)."""
+        """The text, its likely mistake replaced by "as above" when the line before gave
+        the same (four cases of one wrong dx repeated the same three lines four times)."""
         head, found, hint = text.partition(" Likely mistake: ")
-        if not found or hint not in hints:
-            hints.add(hint)
+        if not found or hint != previous[0]:
+            previous[0] = hint if found else ""
             return text
         return f"{head} Likely mistake: as above."
 
