@@ -438,14 +438,15 @@ print(
 # faster** than loops like the naive pair's on a small layer, x (4, 3, 8, 8) and w
 # (5, 3, 3, 3), stride 1, pad 1.
 #
-# How the speed is graded, on a machine that may be busy: your kernel only measures. It
-# runs the course's loops (the naive pair's loops over $n, f, i, j$, with the same NumPy
-# calls on the same windows: they cost what a naive pair costs, though they compute no
-# convolution) and your fast pair **in turn**, three rounds (the loops once, your pair five
-# times, per round), each call on fresh inputs of that layer's shape drawn before the
-# timing, and sends the times; the grader keeps the fastest run of each side and asks that
-# yours take at most 1/20 of the loops'. In turn, a load that slows the machine slows both
-# sides alike; the fastest of several runs is the one the load disturbed least. A
+# How the speed is graded, on a machine that may be busy: in a grading run your kernel
+# times nothing. The grade cell calls your fast pair 1501 times, each call on fresh inputs
+# of that layer's shape, and sends a digest of every result (so every call must compute its
+# own). The grader times the whole cell by its own clock, from outside your kernel; once
+# your kernel is gone, it times the course's loops (the naive pair's loops over
+# $n, f, i, j$, with the same NumPy calls on the same windows: they cost what a naive pair
+# costs, though they compute no convolution) in its own process, for about as long as your
+# cell ran, so that a load on the machine slows both alike. Your cell's seconds, less 0.3 s
+# for the cell's own cost, over 1501 calls, must be at most 1/20 of a run of the loops. A
 # vectorised pair is over 100 times faster on that layer (the cell after the next measures
 # yours), so the bar of 20 leaves a margin of 5 or more for noise; a pair that loops over
 # pixels in Python is not within 2 of it.
