@@ -92,9 +92,9 @@ MUTANTS = [
         LS,
         {"lstm_step", "lstm_sequence"},
         (
-            "i, f, o = sigmoid(a[:, :H]), sigmoid(a[:, H : 2 * H]), sigmoid(a[:, 2 * H : 3 * H])\n"
+            "i, f, o = np.split(sigmoid(a[:, : 3 * H]), 3, axis=1)  # one call: the same values\n"
             "    g = np.tanh(a[:, 3 * H :])",
-            "i, f, o = sigmoid(a[:, :H]), sigmoid(a[:, H : 2 * H]), sigmoid(a[:, 3 * H :])\n"
+            "i, f, o = np.split(sigmoid(a[:, np.r_[: 2 * H, 3 * H : 4 * H]]), 3, axis=1)\n"
             "    g = np.tanh(a[:, 2 * H : 3 * H])",
         ),
     ),
@@ -326,7 +326,7 @@ MUTANTS = [
         "lstm step: the gates read in the order f, i, o, g",
         LS,
         {"lstm_step"},
-        ("i, f, o = sigmoid(a[:, :H])", "f, i, o = sigmoid(a[:, :H])"),
+        ("i, f, o = np.split(", "f, i, o = np.split("),
     ),
     wrong(
         "lstm sequence: the cell state stored as h",

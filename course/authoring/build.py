@@ -130,7 +130,11 @@ def write_references(root: Path, references: dict[str, dict]) -> None:
                 ):
                     outputs[out_key] = old
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(_dump_references(refs))
+        # Replaced whole, never truncated then written: a grading run reading references/
+        # while `course build` runs sees the old file or the new one, not an empty one.
+        partial = path.with_name(f".{path.name}.partial")
+        partial.write_text(_dump_references(refs))
+        partial.replace(path)
 
 
 def _dump_references(refs: dict) -> str:
