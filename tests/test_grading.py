@@ -845,3 +845,27 @@ def test_the_solution_probe_matches_the_stored_reference_keys(name, solutions):
 def test_paths_are_relative_to_the_course_root():
     assert (ROOT / "nbgrader_config.py").exists()
     assert Path(references.reference_path(BACKPROP)).is_relative_to(ROOT)
+
+
+def test_the_large_cases_draws_are_a_generators_kept_or_not():
+    """common._Draws replays a seed's earlier draws: the same values as default_rng(seed),
+    in the same order, also when a later sequence leaves the kept one, and as copies (a
+    function that edits its inputs changes no later draw)."""
+    from course.checks import common
+
+    calls = [
+        ("standard_normal", ((3, 4),)),
+        ("uniform", (-3, 3)),
+        ("choice", ([-1.0, 1.0], 5)),
+        ("standard_normal", (7,)),
+    ]
+    for seed in (101, 102, 101, 101):
+        draws, rng = common._Draws(seed), np.random.default_rng(seed)
+        for method, args in calls:
+            got = getattr(draws, method)(*args)
+            assert np.array_equal(got, getattr(rng, method)(*args)), (seed, method)
+            if isinstance(got, np.ndarray):
+                got[...] = 0  # edited by the caller
+    draws, rng = common._Draws(101), np.random.default_rng(101)
+    for method, args in [calls[0], ("standard_normal", (5,)), ("uniform", (0, 1, 3))]:
+        assert np.array_equal(getattr(draws, method)(*args), getattr(rng, method)(*args))

@@ -307,6 +307,58 @@ LARGE_RTOL = 1e-9  # the course's analytic forms agree to about 1e-13 of the nor
 LARGE_CASES = [True]
 
 
+# A large case's draws for the last few seeds, kept: the tests judge hundreds of candidate
+# functions on one seed, and drawing the large arrays was half of that (in a grading run
+# each seed is drawn once and this only holds them). Bounded in bytes; callers get copies.
+_DRAWN: dict[int, tuple[np.random.Generator, list]] = {}
+_DRAWN_BYTES = 64 << 20
+
+
+class _Draws:
+    """default_rng(seed): the same values in the same order, replayed from _DRAWN where
+    this seed drew them before (any Generator method: standard_normal, uniform, choice)."""
+
+    def __init__(self, seed: int):
+        self._seed, self._log, self._own = seed, [], None
+
+    def __getattr__(self, method: str):
+        def draw(*args, **kwargs):
+            return self._draw(method, args, kwargs)
+
+        return draw
+
+    def _draw(self, method: str, args: tuple, kwargs: dict):
+        call = (method, repr(args), repr(sorted(kwargs.items())))
+        self._log.append((method, args, kwargs))
+        if self._own is not None:  # left the kept sequence: an ordinary generator
+            return getattr(self._own, method)(*args, **kwargs)
+        rng, kept = _DRAWN.setdefault(self._seed, (np.random.default_rng(self._seed), []))
+        at = len(self._log) - 1
+        if at < len(kept) and kept[at][0] == call:
+            return _copied(kept[at][1])
+        if at == len(kept):
+            value = getattr(rng, method)(*args, **kwargs)
+            kept.append((call, value))
+            _forget_oldest_draws()
+            return _copied(value)
+        self._own = np.random.default_rng(self._seed)  # another sequence: replay this one's
+        for earlier, earlier_args, earlier_kwargs in self._log[:-1]:
+            getattr(self._own, earlier)(*earlier_args, **earlier_kwargs)
+        return getattr(self._own, method)(*args, **kwargs)
+
+
+def _copied(value):
+    return value.copy() if isinstance(value, np.ndarray) else value
+
+
+def _forget_oldest_draws() -> None:
+    def size():
+        return sum(np.asarray(v).nbytes for _, kept in _DRAWN.values() for _, v in kept)
+
+    while len(_DRAWN) > 1 and size() > _DRAWN_BYTES:
+        del _DRAWN[next(iter(_DRAWN))]
+
+
 def _projections(grads, rng) -> np.ndarray:
     """(gradients, 2 + LARGE_PROJECTIONS): each gradient's size, its norm and its dot
     products with random normal vectors (drawn once, for the largest)."""
@@ -340,7 +392,7 @@ def record_large(out, rng, label: str, run) -> None:
         return
 
     def compute():
-        own = np.random.default_rng(seed)
+        own = _Draws(seed)
         forward, backward = run(own)
         start = time.process_time()
         try:
