@@ -310,10 +310,15 @@ def test_the_walk_finds_the_helpers_issue_14_imported():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.ASSIGNMENT)
-def test_no_function_of_the_package_passes_a_graded_check(module):
+def test_no_function_of_the_package_passes_a_graded_check(module, monkeypatch):
     """Bound to a graded name in a blank notebook, no function or class of the package
     (course.gradcheck, course.checks.*, course.deepnet, ... as a grading kernel can import
     them) earns a point in any check."""
+    # The grader's yardstick runs once a group, not for as long as its argument says (up
+    # to 3 s a call): called as every candidate of every check, that was most of this test.
+    from course.checks import convolution
+
+    monkeypatch.setattr(convolution, "YARDSTICK_SECONDS", (0.0, 0.0))
     candidates = package_callables()
     blank = dict(blank_answers(module.ASSIGNMENT, module.NOTEBOOK))
     solutions = namespace_of(module, {})

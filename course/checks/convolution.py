@@ -669,7 +669,7 @@ CELL_ALLOWANCE = 0.3  # seconds
 # SPEED_ROUNDS groups, each group's mean run kept: on a busy machine the cell's seconds are
 # an average over the load, so the yardstick's must be too (the fastest single run caught a
 # quiet moment and failed a correct pair when three graders shared two cores).
-YARDSTICK_SECONDS = (0.3, 3.0)
+YARDSTICK_SECONDS = (0.05, 3.0)
 
 
 def grader_timing(seconds: float | None) -> dict:
