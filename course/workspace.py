@@ -55,7 +55,11 @@ def progress(notebook: Path) -> str:
     full = sum(e["max_points"] for e in data["exercises"])
     when = datetime.fromtimestamp(data["checked_at"]).strftime("%Y-%m-%d %H:%M")
     done = sum(e["points"] >= e["max_points"] for e in data["exercises"])
-    return f"**{points:g} / {full:g}** ({done} of {len(data['exercises'])} exercises), {when}"
+    # What each number counts, in words: "(6 of 9 exercises)" left a learner guessing.
+    return (
+        f"**{points:g} / {full:g} points**; {done} of {len(data['exercises'])} hidden checks "
+        f"passed in full (your last `course check`, {when})"
+    )
 
 
 def start_page(work: Path, assignments: list[str]) -> str:

@@ -39,6 +39,20 @@ def test_work_copies_are_made_once_and_never_overwritten(course, capsys):
     assert "](01_backprop/backprop.ipynb)" in start
 
 
+def test_the_start_page_says_what_its_progress_counts(tmp_path):
+    """Issue 33's third walk: "(6 of 9 exercises)" did not say what it counted."""
+    notebook = tmp_path / "backprop.ipynb"
+    exercises = [
+        {"grade_id": f"check_{i}", "points": 2.0 if i < 6 else 0.5, "max_points": 2.0}
+        for i in range(9)
+    ]
+    record = {"checked_at": 0.0, "exercises": exercises}
+    notebook.with_suffix(".check.json").write_text(json.dumps(record))
+    words = workspace.progress(notebook)
+    assert words.startswith("**13.5 / 18 points**; 6 of 9 hidden checks passed in full ")
+    assert "your last `course check`" in words
+
+
 def run_check(course, notebook, terminal=False):
     """`course check notebook`; terminal: its stderr is a terminal (a pseudo-terminal read
     here into proc.stderr), where progress is shown."""
@@ -96,7 +110,7 @@ def test_course_check_grades_like_the_instructor_and_records_progress(course):
     record = json.loads(mine.with_suffix(".check.json").read_text())
     assert sum(e["points"] for e in record["exercises"]) == FULL
     start = (course.root / "work" / "START.md").read_text()
-    assert f"**{FULL:g} / {FULL:g}**" in start
+    assert f"**{FULL:g} / {FULL:g} points**" in start
 
 
 @pytest.mark.slow
