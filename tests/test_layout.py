@@ -141,3 +141,6 @@ def test_the_hubs_student_set_up_validates_as_make_lab_does():
     overrides = "labconfig/default_setting_overrides.json"
     local = root / "course" / "jupyter" / "student"
     assert json.loads((hub / overrides).read_text()) == json.loads((local / overrides).read_text())
+    # The instructor's lab settings too (`course lab --instructor`, issue 33's third walk).
+    hub, local = hub.parent / "instructor", local.parent / "instructor"
+    assert json.loads((hub / overrides).read_text()) == json.loads((local / overrides).read_text())
