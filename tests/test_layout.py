@@ -20,9 +20,11 @@ REPO = Path(__file__).resolve().parent.parent  # this checkout, whatever $COURSE
 PACKAGE = REPO / "course"
 
 LAYERS = [
-    # 0: learners import these in notebooks (and `paths`, where the course is).
+    # 0: learners import these in notebooks (and `paths`, where the course is; `terminal`,
+    # how the commands print on one).
     {"course", "course.gradcheck", "course.data", "course.plots", "course.training",
-     "course.mlp", "course.deepnet", "course.notebook", "course.paths", "course.carry"},
+     "course.mlp", "course.deepnet", "course.notebook", "course.paths", "course.carry",
+     "course.terminal"},
     # 1: the grader core and the hidden checks.
     {"course.grading", "course.grader", "course.grader.model", "course.grader.probe",
      "course.grader.cells", "course.grader.files", "course.grader.sources",

@@ -53,10 +53,46 @@ def test_the_start_page_says_what_its_progress_counts(tmp_path):
     assert "your last `course check`" in words
 
 
-def run_check(course, notebook, terminal=False):
-    """`course check notebook`; terminal: its stderr is a terminal (a pseudo-terminal read
-    here into proc.stderr), where progress is shown."""
+@pytest.mark.parametrize("columns", [60, None])
+def test_long_report_lines_wrap_under_their_text(monkeypatch, capsys, columns):
+    """Issue 33's third walk: a long FAIL line ran on past the terminal's edge and wrapped
+    to its first column. Wrapped to the terminal's width (88 columns for a terminal of no
+    size: a pipe, COLUMNS unset), further lines under the text after "FAIL "."""
+    import os
+
+    from course import selfcheck
+
+    if columns:
+        monkeypatch.setenv("COLUMNS", str(columns))
+    else:
+        monkeypatch.delenv("COLUMNS", raising=False)
+        monkeypatch.setattr(os, "get_terminal_size", lambda *a: os.terminal_size((0, 0)))
+    report = "\n".join(
+        [
+            "value_ops: 0 of 3 points (0 of 4 sub-checks passed)",
+            "  FAIL add: its value is wrong. Likely mistake: " + "a long hint " * 20,
+            "  Credit: the passed share of the sub-checks' weights (here 0%).",
+        ]
+    )
+    note = "backprop.ipynb: timed out in value_core under " + '"a long heading" ' * 10
+    exercise = selfcheck.Exercise("value_ops", 0.0, 3.0, report, "Exercise 1.2")
+    selfcheck.print_table("backprop", [exercise], [note])
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) < (columns or 88)
+    fail = next(i for i, line in enumerate(lines) if "FAIL add" in line)
+    assert lines[fail].startswith(" " * 13 + "FAIL add:")  # under the exercise's row
+    for more in lines[fail + 1 : fail + 3]:  # under the text, not under "FAIL"
+        assert more.startswith(" " * 18) and more[18] != " "
+    noted = next(i for i, line in enumerate(lines) if line.startswith("note: "))
+    assert lines[noted + 1].startswith(" " * 6) and lines[noted + 1][6] != " "
+
+
+def run_check(course, notebook, terminal=False, columns=200):
+    """`course check notebook`; terminal: its stderr is a terminal (a pseudo-terminal of
+    `columns`, 0 for one of no size, read here into proc.stderr), where progress is shown;
+    its stdout is a pipe, as in `course check ... | cat`."""
     env = tool_env(COURSE_ROOT=str(course.root))
+    env.pop("COLUMNS", None)
     command = [sys.executable, "-m", "course.cli", "check", str(notebook)]
     if not terminal:
         return subprocess.run(command, env=env, capture_output=True, text=True, cwd=course.root)
@@ -67,8 +103,9 @@ def run_check(course, notebook, terminal=False):
     import termios
 
     leader, follower = pty.openpty()
-    # A terminal of 200 columns: tqdm cuts its line to the terminal's width (0 unset).
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+    # tqdm cuts its line to the terminal's width.
+    rows = 50 if columns else 0
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
     with subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=follower, text=True, cwd=course.root
     ) as proc:
@@ -130,6 +167,41 @@ def test_course_check_of_the_blank_release_fails_and_says_why(course):
     assert "raised NotImplementedError in `Value.__add__`" in proc.stdout  # who raised it
     assert f"backprop: 0 of {FULL:g} points" in proc.stdout
     assert blank.read_bytes() == before  # the learner's notebook is only read
+
+
+@pytest.mark.slow
+def test_course_check_shows_progress_on_a_terminal_of_no_size(course):
+    """Issue 33's third walk: on a terminal that reports no size (width 0, COLUMNS unset),
+    `course check ... | cat` showed an empty line where its progress goes (tqdm cut its line
+    to 0 columns): it gets 88, and the report wraps there too."""
+    blank = course.root / "mine" / "01_backprop" / "backprop.ipynb"
+    blank.parent.mkdir(parents=True)
+    blank.write_bytes((course.root / "release" / "01_backprop" / "backprop.ipynb").read_bytes())
+    proc = run_check(course, blank, terminal=True, columns=0)
+    assert proc.returncode == 1, proc.stderr
+    assert "checking backprop.ipynb: " in proc.stderr
+    assert "grading 01_backprop: 0/1 graded [00:" in proc.stderr
+    report = [line for line in proc.stdout.splitlines() if line.startswith(" ")]
+    assert report and max(map(len, report)) < 88  # each failure's lines, wrapped
+
+
+def test_a_terminal_of_no_size_is_88_by_24(monkeypatch):
+    """tqdm reads a terminal of no size as -1 by -1, and shows nothing on it."""
+    import os
+    import pty
+
+    from course import terminal
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+    leader, follower = pty.openpty()  # 0 rows, 0 columns: nobody sized it
+    with open(follower, "w") as stream:
+        assert tuple(os.get_terminal_size(stream.fileno())) == (0, 0)
+        assert tuple(terminal.size(stream)) == (88, 24)
+        assert terminal.bar_size(stream) == {"ncols": 87, "nrows": 24}
+        monkeypatch.setenv("COLUMNS", "120")
+        assert tuple(terminal.size(stream)) == (120, 24)
+    os.close(leader)
 
 
 def test_course_check_refuses_a_notebook_of_no_assignment(course, tmp_path):

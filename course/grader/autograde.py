@@ -292,6 +292,7 @@ def grade_and_record(
     from course.grader import parallel
     from course.grader.nbgrader_ext import GraderFault
     from course.grader.recording import Recorder
+    from course.terminal import bar_size
 
     try:
         config = parallel.load_config(root)
@@ -306,6 +307,7 @@ def grade_and_record(
             desc=f"grading {assignment}",
             unit="submission",
             disable=not sys.stderr.isatty(),  # a log or a pipe gets the table only
+            **bar_size(sys.stderr),  # a terminal of no size still shows it
             bar_format="{desc}: {n}/{total} graded [{elapsed}<{remaining}]{postfix}",
         ) as bar,
     ):
