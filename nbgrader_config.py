@@ -60,10 +60,14 @@ c.Exchange.root = os.environ.get("NBGRADER_EXCHANGE", str(ROOT / ".nbgrader" / "
 # (course/grader/exchange.py: nbgrader's own only warns, and believes the folder's name).
 c.ExchangeFactory.collect = "course.grader.exchange.OwnerCheckedCollect"
 # Students name their folders and files, and nbgrader logs those names: their control
-# characters reach the terminal escaped (course/grader/logsafe.py).
+# characters reach the terminal escaped; nbconvert's display_data_priority warnings do not
+# reach it (course/grader/logsafe.py).
 c.Application.logging_config = {
-    "filters": {"printable": {"()": "course.grader.logsafe.Printable"}},
-    "handlers": {"console": {"filters": ["printable"]}},
+    "filters": {
+        "printable": {"()": "course.grader.logsafe.Printable"},
+        "unheeded": {"()": "course.grader.logsafe.Unheeded"},
+    },
+    "handlers": {"console": {"filters": ["printable", "unheeded"]}},
 }
 
 # Per-cell timeouts, in seconds: the grade cells that train a model get three times as
@@ -126,6 +130,11 @@ c.GenerateAssignment.preprocessors = [
 # writes to stderr, not only on grade cells: the hidden checks are hidden, so without this
 # it had nothing to fail on. A "check it" cell reports a failure on stderr (course.notebook).
 c.Validator.validate_all = True
+# Its kernels (and grading's without the sandbox, whose kernels use them already) talk over
+# Unix sockets only this user can open, not TCP: ipykernel then has no "running over TCP
+# without encryption" warning to print under every Validate. Windows has no Unix sockets.
+if os.name == "posix":
+    c.KernelManager.transport = "ipc"
 
 # A student who deletes or retags a test cell gets it back, and it is graded.
 c.OverwriteCells.add_missing_cells = True

@@ -287,6 +287,32 @@ def test_validate_fails_cell_by_cell_and_passes_the_solutions(course):
 
 
 @pytest.mark.slow
+def test_validate_prints_only_the_courses_words(tmp_path):
+    """Issue 33's third walk: under every Validate, ipykernel warned "Kernel is running over
+    TCP without encryption": its kernels talk over Unix sockets now. `nbgrader validate` in
+    the course directory reads the same settings as the lab's Validate button."""
+    import os
+
+    if os.name != "posix":
+        pytest.skip("no Unix sockets: the kernel talks over TCP")
+    notebook = tmp_path / "mine" / "notes.ipynb"
+    notebook.parent.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("print('hello')")]
+    nbformat.write(nb, notebook)
+    root = course_root()
+    env = tool_env(COURSE_ROOT=str(root))
+    nbgrader = str(Path(sys.executable).with_name("nbgrader"))
+    for command in ([sys.executable, "-m", "course.cli"], [nbgrader]):
+        proc = subprocess.run(
+            [*command, "validate", str(notebook)], env=env, capture_output=True, text=True, cwd=root
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "without encryption" not in proc.stderr + proc.stdout
+        assert "WARNING" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.slow
 def test_validate_catches_a_wrong_relu_backward(course):
     solutions = solution_sources(course.source_notebook("03_multilayer", "multilayer"))
     wrong = mutate(
