@@ -482,12 +482,12 @@ def test_no_network_reached_the_host(attacked):
 @pytest.mark.parametrize(
     ("attack", "words"),
     [
+        # The attack notebooks are trimmed: no markdown, so no heading above any cell.
         (
             "sigint_ignoring_loop",
-            'cut off in a cell under "01 · Backprop by hand": this cell did not stop when '
-            "interrupted",
+            "cut off in a cell above the first heading: this cell did not stop when interrupted",
         ),
-        ("exit_midway", 'cut off in a cell under "01 · Backprop by hand": the kernel died'),
+        ("exit_midway", "cut off in a cell above the first heading: the kernel died"),
     ],
 )
 def test_instructor_is_told_what_was_cut_off(attacked, attack, words):
