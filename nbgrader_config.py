@@ -130,11 +130,11 @@ c.GenerateAssignment.preprocessors = [
 # writes to stderr, not only on grade cells: the hidden checks are hidden, so without this
 # it had nothing to fail on. A "check it" cell reports a failure on stderr (course.notebook).
 c.Validator.validate_all = True
-# Its kernels (and grading's without the sandbox, whose kernels use them already) talk over
-# Unix sockets only this user can open, not TCP: ipykernel then has no "running over TCP
-# without encryption" warning to print under every Validate. Windows has no Unix sockets.
-if os.name == "posix":
-    c.KernelManager.transport = "ipc"
+# Its kernel's own log (ipykernel's, not the learner's code) says errors only: under every
+# Validate it warned "Kernel is running over TCP without encryption", to the learner.
+# (Unix sockets instead of TCP broke kernels run outside the notebook's folder: grading's
+# without the sandbox, whose path to the sockets is relative.)
+c.Validator.Execute.extra_arguments = ["--IPKernelApp.log_level=ERROR"]
 
 # A student who deletes or retags a test cell gets it back, and it is graded.
 c.OverwriteCells.add_missing_cells = True

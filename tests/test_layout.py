@@ -140,8 +140,9 @@ def test_the_hubs_student_set_up_validates_as_make_lab_does():
     assert config.Validator.validate_all is True
     course = (root / "nbgrader_config.py").read_text()
     assert "c.Validator.validate_all = True" in course
-    assert config.KernelManager.transport == "ipc"  # no warning of TCP under Validate
-    assert 'c.KernelManager.transport = "ipc"' in course
+    quiet = ["--IPKernelApp.log_level=ERROR"]  # no warning of TCP under Validate
+    assert config.Validator.Execute.extra_arguments == quiet
+    assert f"c.Validator.Execute.extra_arguments = {quiet!r}".replace("'", '"') in course
     overrides = "labconfig/default_setting_overrides.json"
     local = root / "course" / "jupyter" / "student"
     assert json.loads((hub / overrides).read_text()) == json.loads((local / overrides).read_text())
