@@ -109,9 +109,8 @@ def print_table(name: str, results: list[Exercise], problems: list[str]) -> None
     print(f"{'exercise':<{width}}  {'points':>9}  result  section")
     for e in results:
         verdict = "pass" if e.passed else "FAIL"
-        print(
-            f"{e.grade_id:<{width}}  {e.points:>4g} / {e.max_points:<3g} {verdict:<7} {e.section}"
-        )
+        row = f"{e.grade_id:<{width}}  {e.points:>4g} / {e.max_points:<3g} {verdict:<7} "
+        print("\n".join(wrapped(row + e.section, hang=len(row))))  # under the section
         if not e.passed:
             for line in e.report.splitlines()[1:]:
                 print("\n".join(wrapped(line, width + 4)))

@@ -44,16 +44,16 @@ def bar_size(stream) -> dict:
     return {"ncols": columns - 1, "nrows": lines}
 
 
-def wrapped(line: str, indent: int = 0) -> list[str]:
+def wrapped(line: str, indent: int = 0, hang: int | None = None) -> list[str]:
     """A report line ("FAIL ...", "CAUSE ...", "Credit: ...", "note: ...") wrapped to
     stdout's width, `indent` spaces in, its further lines indented under the text after its
-    first word."""
+    first word (or `hang` spaces in)."""
     line = line.strip()
     label = line.split(" ", 1)[0] + " " if " " in line else ""
-    hang = " " * (indent + len(label))
+    hang = " " * (indent + len(label) if hang is None else hang)
     return textwrap.wrap(
         line,
-        width=max(columns() - 1, len(hang) + 40),  # -1: no terminal's own wrap after it
+        width=max(columns() - 1, len(hang) + 20),  # -1: no terminal's own wrap after it
         initial_indent=" " * indent,
         subsequent_indent=hang,
         break_long_words=False,  # a name or a path stays whole, to copy

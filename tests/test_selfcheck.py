@@ -75,10 +75,13 @@ def test_long_report_lines_wrap_under_their_text(monkeypatch, capsys, columns):
         ]
     )
     note = "backprop.ipynb: timed out in value_core under " + '"a long heading" ' * 10
-    exercise = selfcheck.Exercise("value_ops", 0.0, 3.0, report, "Exercise 1.2")
+    section = "Exercise 2.2: " + "the title of a long section " * 4
+    exercise = selfcheck.Exercise("value_ops", 0.0, 3.0, report, section)
     selfcheck.print_table("backprop", [exercise], [note])
     lines = capsys.readouterr().out.splitlines()
     assert max(map(len, lines)) < (columns or 88)
+    assert lines[1].startswith("value_ops     0 / 3   FAIL    Exercise 2.2:")
+    assert lines[2].startswith(" " * 30) and lines[2][30] != " "  # under the section
     fail = next(i for i, line in enumerate(lines) if "FAIL add" in line)
     assert lines[fail].startswith(" " * 13 + "FAIL add:")  # under the exercise's row
     for more in lines[fail + 1 : fail + 3]:  # under the text, not under "FAIL"
@@ -163,8 +166,9 @@ def test_course_check_of_the_blank_release_fails_and_says_why(course):
     assert "grading 01_backprop: 0/1 graded [00:" in proc.stderr
     assert "me: backprop.ipynb: " in proc.stderr and " (check " in proc.stderr
     assert "value_ops" in proc.stdout and "FAIL" in proc.stdout
-    assert "Hidden checks of the engine (11 points)" in proc.stdout  # what value_ops grades
-    assert "raised NotImplementedError in `Value.__add__`" in proc.stdout  # who raised it
+    words = " ".join(proc.stdout.split())  # as read, across the lines it wraps to
+    assert "Hidden checks of the engine (11 points)" in words  # what value_ops grades
+    assert "raised NotImplementedError in `Value.__add__`" in words  # who raised it
     assert f"backprop: 0 of {FULL:g} points" in proc.stdout
     assert blank.read_bytes() == before  # the learner's notebook is only read
 
