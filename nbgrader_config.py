@@ -60,10 +60,14 @@ c.Exchange.root = os.environ.get("NBGRADER_EXCHANGE", str(ROOT / ".nbgrader" / "
 # (course/grader/exchange.py: nbgrader's own only warns, and believes the folder's name).
 c.ExchangeFactory.collect = "course.grader.exchange.OwnerCheckedCollect"
 # Students name their folders and files, and nbgrader logs those names: their control
-# characters reach the terminal escaped (course/grader/logsafe.py).
+# characters reach the terminal escaped; nbconvert's display_data_priority warnings do not
+# reach it (course/grader/logsafe.py).
 c.Application.logging_config = {
-    "filters": {"printable": {"()": "course.grader.logsafe.Printable"}},
-    "handlers": {"console": {"filters": ["printable"]}},
+    "filters": {
+        "printable": {"()": "course.grader.logsafe.Printable"},
+        "unheeded": {"()": "course.grader.logsafe.Unheeded"},
+    },
+    "handlers": {"console": {"filters": ["printable", "unheeded"]}},
 }
 
 # Per-cell timeouts, in seconds: the grade cells that train a model get three times as
@@ -126,6 +130,11 @@ c.GenerateAssignment.preprocessors = [
 # writes to stderr, not only on grade cells: the hidden checks are hidden, so without this
 # it had nothing to fail on. A "check it" cell reports a failure on stderr (course.notebook).
 c.Validator.validate_all = True
+# Its kernel's own log (ipykernel's, not the learner's code) says errors only: under every
+# Validate it warned "Kernel is running over TCP without encryption", to the learner.
+# (Unix sockets instead of TCP broke kernels run outside the notebook's folder: grading's
+# without the sandbox, whose path to the sockets is relative.)
+c.Validator.Execute.extra_arguments = ["--IPKernelApp.log_level=ERROR"]
 
 # A student who deletes or retags a test cell gets it back, and it is graded.
 c.OverwriteCells.add_missing_cells = True

@@ -30,6 +30,7 @@ from course.grader import autograde
 from course.grader.cells import grade_id_of_test_cell, nbgrader_meta
 from course.grader.nbgrader_ext import check_sections
 from course.paths import course_root, is_course_directory
+from course.terminal import bar_size, wrapped
 from course.workspace import write_start_page
 
 STUDENT = "me"
@@ -108,15 +109,14 @@ def print_table(name: str, results: list[Exercise], problems: list[str]) -> None
     print(f"{'exercise':<{width}}  {'points':>9}  result  section")
     for e in results:
         verdict = "pass" if e.passed else "FAIL"
-        print(
-            f"{e.grade_id:<{width}}  {e.points:>4g} / {e.max_points:<3g} {verdict:<7} {e.section}"
-        )
+        row = f"{e.grade_id:<{width}}  {e.points:>4g} / {e.max_points:<3g} {verdict:<7} "
+        print("\n".join(wrapped(row + e.section, hang=len(row))))  # under the section
         if not e.passed:
             for line in e.report.splitlines()[1:]:
-                print(f"{'':<{width}}    {line.strip()}")
+                print("\n".join(wrapped(line, width + 4)))
     total, full = sum(e.points for e in results), sum(e.max_points for e in results)
     for problem in problems:
-        print(f"note: {problem}")
+        print("\n".join(wrapped(f"note: {problem}")))
     print(f"{name}: {total:g} of {full:g} points")
 
 
@@ -143,6 +143,7 @@ def check(notebook: Path, sandboxed: bool = True) -> int:
         total=3,
         desc=f"checking {notebook.name}",
         disable=not sys.stderr.isatty(),
+        **bar_size(sys.stderr),  # a terminal of no size still shows it
         bar_format="{desc}: {n}/{total} {postfix} [{elapsed}]",
     )
     with tempfile.TemporaryDirectory(prefix="course-check-") as scratch, stages:

@@ -55,7 +55,11 @@ def progress(notebook: Path) -> str:
     full = sum(e["max_points"] for e in data["exercises"])
     when = datetime.fromtimestamp(data["checked_at"]).strftime("%Y-%m-%d %H:%M")
     done = sum(e["points"] >= e["max_points"] for e in data["exercises"])
-    return f"**{points:g} / {full:g}** ({done} of {len(data['exercises'])} exercises), {when}"
+    # What each number counts, in words: "(6 of 9 exercises)" left a learner guessing.
+    return (
+        f"**{points:g} / {full:g} points**; {done} of {len(data['exercises'])} hidden checks "
+        f"passed in full (your last `course check`, {when})"
+    )
 
 
 def start_page(work: Path, assignments: list[str]) -> str:
@@ -134,13 +138,17 @@ def main() -> int:
 
 
 STUDENT_CONFIG = Path(__file__).resolve().parent / "jupyter" / "student"
+INSTRUCTOR_CONFIG = STUDENT_CONFIG.parent / "instructor"  # the lab's settings only
 
 
 def lab_command(root: Path, instructor: bool, extra: list[str]) -> tuple[list[str], dict]:
     """The JupyterLab command line and environment of `course lab` (what `make lab` runs).
 
     Student mode: work/ prepared, nbgrader's instructor tools off (a private Jupyter config),
-    the start page opened. Instructor mode: every nbgrader tool. Either way this
+    the start page opened. Instructor mode: every nbgrader tool, the instructor's own Jupyter
+    config, and the course's lab settings above it (JUPYTER_CONFIG_PATH, as on the hub).
+    Either mode's lab settings (labconfig/default_setting_overrides.json) turn off
+    JupyterLab's news pop-up, without writing to ~/.jupyter. Either way this
     environment's bin/ (Scripts\\ on Windows) comes first on PATH: the formgrader runs
     `alembic` by name to create gradebook.db, and fails with FileNotFoundError without it.
     """
@@ -153,6 +161,9 @@ def lab_command(root: Path, instructor: bool, extra: list[str]) -> tuple[list[st
     if not instructor:
         env["JUPYTER_CONFIG_DIR"] = str(STUDENT_CONFIG)
         command.append("--LabApp.default_url=/lab/tree/work/START.md")
+    else:
+        shared = [str(INSTRUCTOR_CONFIG), env.get("JUPYTER_CONFIG_PATH", "")]
+        env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(p for p in shared if p)
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--allow-root")  # as in containers: Jupyter refuses root otherwise
     return command + list(extra), env

@@ -482,8 +482,12 @@ def test_no_network_reached_the_host(attacked):
 @pytest.mark.parametrize(
     ("attack", "words"),
     [
-        ("sigint_ignoring_loop", "cut off in cell 1: this cell did not stop when interrupted"),
-        ("exit_midway", "cut off in cell 1: the kernel died"),
+        # The attack notebooks are trimmed: no markdown, so no heading above any cell.
+        (
+            "sigint_ignoring_loop",
+            "cut off in a cell above the first heading: this cell did not stop when interrupted",
+        ),
+        ("exit_midway", "cut off in a cell above the first heading: the kernel died"),
     ],
 )
 def test_instructor_is_told_what_was_cut_off(attacked, attack, words):

@@ -160,3 +160,37 @@ def test_course_grade_grades_the_course_of_the_current_folder(tmp_path, monkeypa
     monkeypatch.setattr(autograde, "print_table", lambda statuses: None)
     cli.main(["grade", "01_backprop"])
     assert seen == [tmp_path.resolve()]
+
+
+@pytest.mark.parametrize("instructor", [False, True])
+def test_neither_lab_asks_about_jupyters_news(tmp_path, monkeypatch, instructor):
+    """Issue 33's third walk: the instructor's lab asked "Would you like to get notified
+    about official Jupyter news?". The settings JupyterLab computes from `course lab`'s
+    environment turn the news and the update check off, and nothing is written to ~/.jupyter."""
+    import json
+    import sys
+
+    from course import workspace
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("JUPYTER_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("JUPYTER_CONFIG_PATH", raising=False)
+    root = Path(cli.__file__).resolve().parent.parent
+    _, env = workspace.lab_command(root, instructor=instructor, extra=[])
+    script = (
+        "import json, sys\n"
+        "from jupyterlab_server.settings_utils import _get_overrides\n"
+        "overrides, error = _get_overrides(sys.argv[1])\n"
+        "print(json.dumps(overrides.get('@jupyterlab/apputils-extension:notification')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "no-app-settings")],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert json.loads(out) == {"fetchNews": "false", "checkForUpdates": False}
+    assert list(home.iterdir()) == []

@@ -313,3 +313,41 @@ def test_a_check_is_named_by_the_exercise_it_grades():
     assert sections["sgd_momentum"] == "Exercise 3.1: sgd_momentum"
     assert sections["adam"] == "Exercise 3.3: adam"
     assert sections["adamw"] == "Exercise 3.4: adamw"
+
+
+FEEDBACK_PREPROCESSORS = """
+import sys
+from nbconvert import HTMLExporter
+from nbgrader.preprocessors import ClearHiddenTests
+from traitlets.config import Application
+from traitlets.config.loader import PyFileConfigLoader
+
+from course.grader.nbgrader_ext import ExerciseFeedback
+
+config = PyFileConfigLoader("nbgrader_config.py", path=sys.argv[1]).load_config()
+app = Application.instance(config=config)  # as an nbgrader command's, with its logging
+exporter = HTMLExporter(parent=app)
+for preprocessor in (ClearHiddenTests, ExerciseFeedback):
+    exporter.register_preprocessor(preprocessor, enabled=True)
+app.log.warning("Config option `other` not recognized by `ClearHiddenTests`.")
+"""
+
+
+def test_feedback_warns_of_nothing_about_display_data_priority():
+    """Issue 33's third walk: every feedback page (generate_feedback, which course check
+    runs, the formgrader) warned "Config option `display_data_priority` not recognized by
+    `ClearHiddenTests`" and by `ExerciseFeedback`: nbconvert's HTMLExporter sets it for
+    every preprocessor it runs. The course's log settings drop those, and only those."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(
+        [sys.executable, "-c", FEEDBACK_PREPROCESSORS, str(root)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "display_data_priority" not in proc.stderr
+    assert "Config option `other` not recognized by `ClearHiddenTests`." in proc.stderr

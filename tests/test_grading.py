@@ -869,3 +869,46 @@ def test_the_large_cases_draws_are_a_generators_kept_or_not():
     draws, rng = common._Draws(101), np.random.default_rng(101)
     for method, args in [calls[0], ("standard_normal", (5,)), ("uniform", (0, 1, 3))]:
         assert np.array_equal(getattr(draws, method)(*args), getattr(rng, method)(*args))
+
+
+def test_a_stopped_cell_is_named_by_its_heading_never_by_its_number():
+    """Issue 33's third walk: the notes said "timed out in value_core" of one cell and
+    "cut off in cell 1" of another. Each names the heading above the cell, as the report's
+    section column and the notebook show it, and its grade id where it has one."""
+    from course.grader.autograde import described
+
+    notes = described(
+        [
+            {
+                "notebook": "backprop",
+                "cell": "value_core",
+                "index": 5,
+                "kind": "timed out",
+                "why": "",
+                "section": "Exercise 1.1: a scalar node, Value (operators)",
+            },
+            {
+                "notebook": "backprop",
+                "cell": None,
+                "index": 1,
+                "kind": "cut off",
+                "why": "the kernel died",
+                "section": "01 · Backprop by hand",
+            },
+            {
+                "notebook": "backprop",
+                "cell": None,
+                "index": 0,
+                "kind": "cut off",
+                "why": "",
+                "section": "",
+            },
+        ]
+    )
+    assert notes == [
+        'backprop.ipynb: timed out in value_core under "Exercise 1.1: a scalar node, Value '
+        '(operators)"',
+        'backprop.ipynb: cut off in a cell under "01 · Backprop by hand": the kernel died',
+        "backprop.ipynb: cut off in a cell above the first heading",
+    ]
+    assert not any("cell 1" in note or "cell 0" in note for note in notes)

@@ -20,9 +20,11 @@ REPO = Path(__file__).resolve().parent.parent  # this checkout, whatever $COURSE
 PACKAGE = REPO / "course"
 
 LAYERS = [
-    # 0: learners import these in notebooks (and `paths`, where the course is).
+    # 0: learners import these in notebooks (and `paths`, where the course is; `terminal`,
+    # how the commands print on one).
     {"course", "course.gradcheck", "course.data", "course.plots", "course.training",
-     "course.mlp", "course.deepnet", "course.notebook", "course.paths", "course.carry"},
+     "course.mlp", "course.deepnet", "course.notebook", "course.paths", "course.carry",
+     "course.terminal"},
     # 1: the grader core and the hidden checks.
     {"course.grading", "course.grader", "course.grader.model", "course.grader.probe",
      "course.grader.cells", "course.grader.files", "course.grader.sources",
@@ -138,6 +140,12 @@ def test_the_hubs_student_set_up_validates_as_make_lab_does():
     assert config.Validator.validate_all is True
     course = (root / "nbgrader_config.py").read_text()
     assert "c.Validator.validate_all = True" in course
+    quiet = ["--IPKernelApp.log_level=ERROR"]  # no warning of TCP under Validate
+    assert config.Validator.Execute.extra_arguments == quiet
+    assert f"c.Validator.Execute.extra_arguments = {quiet!r}".replace("'", '"') in course
     overrides = "labconfig/default_setting_overrides.json"
     local = root / "course" / "jupyter" / "student"
+    assert json.loads((hub / overrides).read_text()) == json.loads((local / overrides).read_text())
+    # The instructor's lab settings too (`course lab --instructor`, issue 33's third walk).
+    hub, local = hub.parent / "instructor", local.parent / "instructor"
     assert json.loads((hub / overrides).read_text()) == json.loads((local / overrides).read_text())

@@ -39,10 +39,63 @@ def test_work_copies_are_made_once_and_never_overwritten(course, capsys):
     assert "](01_backprop/backprop.ipynb)" in start
 
 
-def run_check(course, notebook, terminal=False):
-    """`course check notebook`; terminal: its stderr is a terminal (a pseudo-terminal read
-    here into proc.stderr), where progress is shown."""
+def test_the_start_page_says_what_its_progress_counts(tmp_path):
+    """Issue 33's third walk: "(6 of 9 exercises)" did not say what it counted."""
+    notebook = tmp_path / "backprop.ipynb"
+    exercises = [
+        {"grade_id": f"check_{i}", "points": 2.0 if i < 6 else 0.5, "max_points": 2.0}
+        for i in range(9)
+    ]
+    record = {"checked_at": 0.0, "exercises": exercises}
+    notebook.with_suffix(".check.json").write_text(json.dumps(record))
+    words = workspace.progress(notebook)
+    assert words.startswith("**13.5 / 18 points**; 6 of 9 hidden checks passed in full ")
+    assert "your last `course check`" in words
+
+
+@pytest.mark.parametrize("columns", [60, None])
+def test_long_report_lines_wrap_under_their_text(monkeypatch, capsys, columns):
+    """Issue 33's third walk: a long FAIL line ran on past the terminal's edge and wrapped
+    to its first column. Wrapped to the terminal's width (88 columns for a terminal of no
+    size: a pipe, COLUMNS unset), further lines under the text after "FAIL "."""
+    import os
+
+    from course import selfcheck
+
+    if columns:
+        monkeypatch.setenv("COLUMNS", str(columns))
+    else:
+        monkeypatch.delenv("COLUMNS", raising=False)
+        monkeypatch.setattr(os, "get_terminal_size", lambda *a: os.terminal_size((0, 0)))
+    report = "\n".join(
+        [
+            "value_ops: 0 of 3 points (0 of 4 sub-checks passed)",
+            "  FAIL add: its value is wrong. Likely mistake: " + "a long hint " * 20,
+            "  Credit: the passed share of the sub-checks' weights (here 0%).",
+        ]
+    )
+    note = "backprop.ipynb: timed out in value_core under " + '"a long heading" ' * 10
+    section = "Exercise 2.2: " + "the title of a long section " * 4
+    exercise = selfcheck.Exercise("value_ops", 0.0, 3.0, report, section)
+    selfcheck.print_table("backprop", [exercise], [note])
+    lines = capsys.readouterr().out.splitlines()
+    assert max(map(len, lines)) < (columns or 88)
+    assert lines[1].startswith("value_ops     0 / 3   FAIL    Exercise 2.2:")
+    assert lines[2].startswith(" " * 30) and lines[2][30] != " "  # under the section
+    fail = next(i for i, line in enumerate(lines) if "FAIL add" in line)
+    assert lines[fail].startswith(" " * 13 + "FAIL add:")  # under the exercise's row
+    for more in lines[fail + 1 : fail + 3]:  # under the text, not under "FAIL"
+        assert more.startswith(" " * 18) and more[18] != " "
+    noted = next(i for i, line in enumerate(lines) if line.startswith("note: "))
+    assert lines[noted + 1].startswith(" " * 6) and lines[noted + 1][6] != " "
+
+
+def run_check(course, notebook, terminal=False, columns=200):
+    """`course check notebook`; terminal: its stderr is a terminal (a pseudo-terminal of
+    `columns`, 0 for one of no size, read here into proc.stderr), where progress is shown;
+    its stdout is a pipe, as in `course check ... | cat`."""
     env = tool_env(COURSE_ROOT=str(course.root))
+    env.pop("COLUMNS", None)
     command = [sys.executable, "-m", "course.cli", "check", str(notebook)]
     if not terminal:
         return subprocess.run(command, env=env, capture_output=True, text=True, cwd=course.root)
@@ -53,8 +106,9 @@ def run_check(course, notebook, terminal=False):
     import termios
 
     leader, follower = pty.openpty()
-    # A terminal of 200 columns: tqdm cuts its line to the terminal's width (0 unset).
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+    # tqdm cuts its line to the terminal's width.
+    rows = 50 if columns else 0
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
     with subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=follower, text=True, cwd=course.root
     ) as proc:
@@ -96,7 +150,7 @@ def test_course_check_grades_like_the_instructor_and_records_progress(course):
     record = json.loads(mine.with_suffix(".check.json").read_text())
     assert sum(e["points"] for e in record["exercises"]) == FULL
     start = (course.root / "work" / "START.md").read_text()
-    assert f"**{FULL:g} / {FULL:g}**" in start
+    assert f"**{FULL:g} / {FULL:g} points**" in start
 
 
 @pytest.mark.slow
@@ -112,10 +166,46 @@ def test_course_check_of_the_blank_release_fails_and_says_why(course):
     assert "grading 01_backprop: 0/1 graded [00:" in proc.stderr
     assert "me: backprop.ipynb: " in proc.stderr and " (check " in proc.stderr
     assert "value_ops" in proc.stdout and "FAIL" in proc.stdout
-    assert "Hidden checks of the engine (11 points)" in proc.stdout  # what value_ops grades
-    assert "raised NotImplementedError in `Value.__add__`" in proc.stdout  # who raised it
+    words = " ".join(proc.stdout.split())  # as read, across the lines it wraps to
+    assert "Hidden checks of the engine (11 points)" in words  # what value_ops grades
+    assert "raised NotImplementedError in `Value.__add__`" in words  # who raised it
     assert f"backprop: 0 of {FULL:g} points" in proc.stdout
     assert blank.read_bytes() == before  # the learner's notebook is only read
+
+
+@pytest.mark.slow
+def test_course_check_shows_progress_on_a_terminal_of_no_size(course):
+    """Issue 33's third walk: on a terminal that reports no size (width 0, COLUMNS unset),
+    `course check ... | cat` showed an empty line where its progress goes (tqdm cut its line
+    to 0 columns): it gets 88, and the report wraps there too."""
+    blank = course.root / "mine" / "01_backprop" / "backprop.ipynb"
+    blank.parent.mkdir(parents=True)
+    blank.write_bytes((course.root / "release" / "01_backprop" / "backprop.ipynb").read_bytes())
+    proc = run_check(course, blank, terminal=True, columns=0)
+    assert proc.returncode == 1, proc.stderr
+    assert "checking backprop.ipynb: " in proc.stderr
+    assert "grading 01_backprop: 0/1 graded [00:" in proc.stderr
+    report = [line for line in proc.stdout.splitlines() if line.startswith(" ")]
+    assert report and max(map(len, report)) < 88  # each failure's lines, wrapped
+
+
+def test_a_terminal_of_no_size_is_88_by_24(monkeypatch):
+    """tqdm reads a terminal of no size as -1 by -1, and shows nothing on it."""
+    import os
+    import pty
+
+    from course import terminal
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+    leader, follower = pty.openpty()  # 0 rows, 0 columns: nobody sized it
+    with open(follower, "w") as stream:
+        assert tuple(os.get_terminal_size(stream.fileno())) == (0, 0)
+        assert tuple(terminal.size(stream)) == (88, 24)
+        assert terminal.bar_size(stream) == {"ncols": 87, "nrows": 24}
+        monkeypatch.setenv("COLUMNS", "120")
+        assert tuple(terminal.size(stream)) == (120, 24)
+    os.close(leader)
 
 
 def test_course_check_refuses_a_notebook_of_no_assignment(course, tmp_path):
@@ -198,6 +288,28 @@ def test_validate_fails_cell_by_cell_and_passes_the_solutions(course):
     )
     out = validate(course, buggy, *nbgrader).stdout
     assert "VALIDATION FAILED ON" in out and "Exercise 1.4, check it FAILED" in out
+
+
+@pytest.mark.slow
+def test_validate_prints_only_the_courses_words(tmp_path):
+    """Issue 33's third walk: under every Validate, ipykernel warned "Kernel is running over
+    TCP without encryption". `nbgrader validate` in the course directory reads the same
+    settings as the lab's Validate button."""
+    notebook = tmp_path / "mine" / "notes.ipynb"
+    notebook.parent.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("print('hello')")]
+    nbformat.write(nb, notebook)
+    root = course_root()
+    env = tool_env(COURSE_ROOT=str(root))
+    nbgrader = str(Path(sys.executable).with_name("nbgrader"))
+    for command in ([sys.executable, "-m", "course.cli"], [nbgrader]):
+        proc = subprocess.run(
+            [*command, "validate", str(notebook)], env=env, capture_output=True, text=True, cwd=root
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "without encryption" not in proc.stderr + proc.stdout
+        assert "WARNING" not in proc.stderr, proc.stderr
 
 
 @pytest.mark.slow

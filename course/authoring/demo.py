@@ -25,6 +25,7 @@ from course.authoring.build import nbgrader as run_nbgrader
 from course.authoring.classroom import ScratchCourse, fill, mutate, solution_sources
 from course.grader import autograde
 from course.paths import course_root
+from course.terminal import wrapped
 
 ASSIGNMENT, NOTEBOOK = "01_backprop", "backprop"
 CARRY_FROM, CARRY_TO = "03_multilayer", "04_optimisers"  # code carried forward (course.carry)
@@ -201,4 +202,5 @@ def print_failures(path: Path) -> None:
         lines = text.splitlines()
         if any(line.lstrip().startswith("FAIL") for line in lines):
             first_fail = next(line for line in lines if line.lstrip().startswith("FAIL"))
-            print(f"{path.parents[1].name}: {lines[0]}\n   {first_fail.strip()}")
+            print(f"{path.parents[1].name}: {lines[0]}")
+            print("\n".join(wrapped(first_fail, 3)))

@@ -170,11 +170,15 @@ def preflight(folder: Path, expected: list[str]) -> list[str]:
 
 def described(interruptions: list[dict]) -> list[str]:
     """Notes for the instructor's table from what a worker saw stop cells (never read back
-    from a notebook, where a student could write anything); grade ids are escaped."""
+    from a notebook, where a student could write anything); grade ids and headings are
+    escaped. A cell is named one way, as a person finds it in the notebook and in the
+    report's section column: the heading above it, and its grade id if it has one (a cell
+    number, "cell 12", named nothing the learner sees)."""
     notes = []
     for event in interruptions:
-        cell = event.get("cell")
-        where = printable(cell, 60) if cell else f"cell {int(event.get('index', 0))}"
+        cell, section = event.get("cell"), event.get("section")
+        where = printable(cell, 60) if cell else "a cell"
+        where += f' under "{printable(section, 80)}"' if section else " above the first heading"
         note = f"{printable(event.get('notebook', ''), 60)}.ipynb: {event.get('kind')} in {where}"
         why = event.get("why")
         notes.append(f"{note}: {printable(why, 160)}" if why else note)
@@ -292,6 +296,7 @@ def grade_and_record(
     from course.grader import parallel
     from course.grader.nbgrader_ext import GraderFault
     from course.grader.recording import Recorder
+    from course.terminal import bar_size
 
     try:
         config = parallel.load_config(root)
@@ -306,6 +311,7 @@ def grade_and_record(
             desc=f"grading {assignment}",
             unit="submission",
             disable=not sys.stderr.isatty(),  # a log or a pipe gets the table only
+            **bar_size(sys.stderr),  # a terminal of no size still shows it
             bar_format="{desc}: {n}/{total} graded [{elapsed}<{remaining}]{postfix}",
         ) as bar,
     ):

@@ -1,9 +1,10 @@
-"""Log records with the control characters of what they quote escaped.
+"""Log records with the control characters of what they quote escaped, and without
+nbconvert's noise.
 
 Students choose the names of their submission folders and files, and nbgrader logs those
 names to the instructor's terminal: ESC sequences there retitle or clear it, or erase the
-very line that reports a cheat (round 6 of the attacks). nbgrader_config.py attaches this
-filter to every nbgrader command's console log (`Application.logging_config`).
+very line that reports a cheat (round 6 of the attacks). nbgrader_config.py attaches these
+filters to every nbgrader command's console log (`Application.logging_config`).
 """
 
 from __future__ import annotations
@@ -25,3 +26,16 @@ class Printable(logging.Filter):
         if CONTROL.search(message):
             record.msg, record.args = printable(message), ()
         return True
+
+
+# nbconvert's HTMLExporter sets NbConvertBase.display_data_priority for every preprocessor
+# it runs, and nbgrader's preprocessors (ClearHiddenTests, the course's ExerciseFeedback)
+# declare that trait unconfigurable: each feedback page warned of it, about nothing.
+UNHEEDED = "Config option `display_data_priority` not recognized by "
+
+
+class Unheeded(logging.Filter):
+    """Drops that warning only."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(UNHEEDED)

@@ -45,7 +45,8 @@ class GraderFault(RuntimeError):
 FAULTS: list[str] = []  # this process's grader faults, newest last (read by parallel.py)
 # What stopped cells of this process's grading, as the grader saw it happen (never read back
 # from a notebook a kernel wrote into): {"notebook", "cell" (grade id or None), "index",
-# "kind" ("cut off" or "timed out"), "why"}; a worker returns them (parallel.py).
+# "kind" ("cut off" or "timed out"), "why", "section" (the heading above the cell)}; a
+# worker returns them (parallel.py).
 INTERRUPTIONS: list[dict] = []
 # Called as each hidden check starts, with (notebook, grade id, its rank from 1, how many):
 # a local worker shows the parent's progress bar which check it is at (parallel.py).
@@ -375,6 +376,11 @@ class GuardedExecute(PromptReplies, Execute):
         self._output_bytes = 0
         self._flooded = False
         self._checks = [g for g in map(grade_id_of_test_cell, nb.cells) if g is not None]
+        self._sections, label = [], ""  # the heading above each cell, as a person finds it
+        for cell in nb.cells:
+            if cell.get("cell_type") == "markdown":
+                label = section_of(cell.get("source", ""), label)
+            self._sections.append(label)
         self._data = (
             data_files(self.config, resources.get("nbgrader", {}).get("assignment"))
             if self.sandbox
@@ -429,8 +435,16 @@ class GuardedExecute(PromptReplies, Execute):
 
     def _note(self, kind: str, why: str = "") -> None:
         grade_id, index = self._where
+        section = self._sections[index] if index < len(self._sections) else ""
         INTERRUPTIONS.append(
-            {"notebook": self._notebook, "cell": grade_id, "index": index, "kind": kind, "why": why}
+            {
+                "notebook": self._notebook,
+                "cell": grade_id,
+                "index": index,
+                "kind": kind,
+                "why": why,
+                "section": section,
+            }
         )
 
     async def _async_handle_timeout(self, timeout, cell=None):
