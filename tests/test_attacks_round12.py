@@ -378,3 +378,17 @@ def lstm_step_backward(dnext_h, dnext_c, cache):
 def test_lstm_step_of_zeros_earns_nothing():
     got = _judge("07_recurrent", "recurrent", {"lstm_step_solution": LSTM_ZEROS}, ["lstm_step"])
     assert got["lstm_step"] == 0, got
+
+
+@pytest.mark.slow
+def test_complex_step_06_graded_for_real(tmp_path):
+    from tests.harness import Batch
+
+    batch = Batch(tmp_path / "course", "06_convolution", "convolution")
+    batch.submit("numeric", batch.answered(ATTACKS_06, trim=True))
+    done = batch.course_grade()
+    assert done.returncode == 0, done.stdout + done.stderr
+    scores = batch.scores()["numeric"]
+    # Each had its full points; now its gradients earn nothing, and the cap holds the rest.
+    for check, points in (("max_pool_naive", 3), ("conv_fast", 4), ("spatial_batchnorm", 3)):
+        assert scores[check] <= 0.5 * points + 1e-9, scores
