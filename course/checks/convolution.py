@@ -509,7 +509,7 @@ def probe_conv_fast(student, rng, out):
         out.record(
             f"out:{label}", lambda x=x, w=w, b=b, p=param: _call_forward(forward, x, w, b, p)[0]
         )
-    record_gradients(out, forward, student.conv_backward_fast, cases, rng, set())
+    record_gradients(out, forward, student.conv_backward_fast, cases, rng, set(), by_hand=True)
     record_conv_large(out, rng, forward, student.conv_backward_fast, 4)
 
 
@@ -527,7 +527,8 @@ CONV_FAST = register(
                 hint="the same result as the naive pair: im2col columns in the order of "
                 "w.reshape(F, -1), the output back to (N, F, H', W').",
             ),
-            **GRADIENT_RULES,
+            **{k: dataclasses.replace(r, requires="byhand") for k, r in GRADIENT_RULES.items()},
+            "byhand": BY_HAND_RULE,
         },
     )
 )
