@@ -686,8 +686,27 @@ def probe_block(student, rng, out):
             detail = f"{label}, inputs after position {t} changed"
             out.record([f"forward:{detail}", f"causal:{detail}"], causal)
 
+    # Large: every parameter element reaches every output, so a numerical gradient needs a
+    # forward pass per parameter element (12,000 and more) besides those for x; the chain
+    # rule costs about two forward passes.
+    T = int(rng.integers(24, 32))
 
-register(
+    def run(own):
+        D, F = 32, 48
+        params = _block_params(own, D, F)
+        x, dout = own.standard_normal((2, T, D)), own.standard_normal((2, T, D))
+        mask = np.tril(np.ones((T, T), bool))
+
+        def gradients(cache):
+            dx, grads = backward(dout, cache)
+            return (dx, *(grads[n] for n in BLOCK_NAMES))
+
+        return (lambda: forward(x, params, 4, mask)[1], gradients)
+
+    record_large(out, rng, f"x of 2 by {T} by 32, F = 48, 4 heads, a causal mask", run)
+
+
+BLOCK = register(
     Check(
         name="block",
         notebook=NOTEBOOK,
@@ -741,6 +760,7 @@ register(
         },
     )
 )
+BLOCK.rules = with_large(BLOCK.rules, ("dx", "grad", "selfcheck"))
 
 
 # ------------------------------------------------------------------- training

@@ -373,17 +373,19 @@ def _projections(grads, rng) -> np.ndarray:
     return np.array(rows, dtype=np.float64)
 
 
-def record_large(out, rng, label: str, run) -> None:
-    """The large case of a by-hand backward pass, under "large:<label>".
+def record_large(out, rng, label: str, run, prefix: str = "large") -> None:
+    """The large case of a by-hand backward pass, under "<prefix>:<label>".
 
     run(large_rng) -> (forward, backward): forward() runs the student's forward pass on
     inputs drawn from large_rng and returns its cache; backward(cache) returns the
     gradients (a tuple, or one array). One draw of `rng` seeds large_rng, whatever happens.
+    Where the gradient comes from a call that is also the forward pass (a loss and its
+    gradient), forward() is a trusted forward pass of the same cost, the yardstick.
     """
     seed = int(rng.integers(2**63))
     if not LARGE_CASES[0]:
         return
-    key = f"large:{label}"
+    key = f"{prefix}:{label}"
     if _probe._WORKED_ELSEWHERE[0]:
         out[key] = Broken(
             "not run: on the smaller cases your backward pass worked in another thread or "
@@ -452,10 +454,11 @@ LARGE_RULE = Rule(
 )
 
 
-def with_large(rules: dict[str, Rule], gradients) -> dict[str, Rule]:
-    """rules with LARGE_RULE under "large", required by each rule named in `gradients`."""
+def with_large(rules: dict[str, Rule], gradients, prefix: str = "large") -> dict[str, Rule]:
+    """rules with LARGE_RULE under `prefix` (record_large's), required by each rule named in
+    `gradients` (besides what it required already)."""
     import dataclasses
 
-    changed = {k: dataclasses.replace(r, requires_every=("large",)) for k, r in rules.items()
-               if k in gradients}  # fmt: skip
-    return {**rules, **changed, "large": LARGE_RULE}
+    changed = {k: dataclasses.replace(r, requires_every=(*r.requires_every, prefix))
+               for k, r in rules.items() if k in gradients}  # fmt: skip
+    return {**rules, **changed, prefix: LARGE_RULE}

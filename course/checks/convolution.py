@@ -281,21 +281,27 @@ def probe_conv_backward_naive(student, rng, out):
         set(small),
         by_hand=True,
     )
-    # Large: few output pixels, each reading a window of C x 7 x 7 that overlaps nearly
-    # every other; a numerical gradient needs one forward pass per element of w (F at once)
-    # and about one per element of x: thousands, each as long as the whole forward pass.
+    record_conv_large(out, rng, student.conv_forward_naive, student.conv_backward_naive, 1)
+
+
+def record_conv_large(out, rng, forward, backward, N: int) -> None:
+    """The large case of a convolution pair (common.record_large): few output pixels, each
+    reading a window of C x 7 x 7 that overlaps nearly every other; a numerical gradient
+    needs one forward pass per element of w (F at once) and about one per element of x:
+    thousands, each as long as the whole forward pass (N images: a fast pair's forward is
+    made longer, not the count)."""
     C = int(rng.integers(56, 72))
 
     def run(own):
-        x, w = own.standard_normal((1, C, 10, 10)), own.standard_normal((4, C, 7, 7))
+        x, w = own.standard_normal((N, C, 10, 10)), own.standard_normal((4, C, 7, 7))
         b, param = own.standard_normal(4), {"stride": 1, "pad": 1}
-        dout = own.standard_normal((1, 4, 6, 6))
+        dout = own.standard_normal((N, 4, 6, 6))
         return (
-            lambda: _call_forward(student.conv_forward_naive, x, w, b, param)[1],
-            lambda cache: student.conv_backward_naive(dout, cache),
+            lambda: _call_forward(forward, x, w, b, param)[1],
+            lambda cache: backward(dout, cache),
         )
 
-    record_large(out, rng, f"x of 1 by {C} by 10 by 10, 4 filters of 7x7, pad 1", run)
+    record_large(out, rng, f"x of {N} by {C} by 10 by 10, 4 filters of 7x7, pad 1", run)
 
 
 GRADIENT_RULES = {
@@ -389,8 +395,23 @@ def probe_max_pool(student, rng, out):
 
         out.record(f"dx:{label}", backward)
 
+    # Large: 3x3 windows of 32x32, overlapping by half: every element of a window shares an
+    # output with the 1023 others, so a numerical gradient needs about 1000 forward passes
+    # even coloured, one per element (65,536) if not; routing dout costs about one.
+    shape, param = (2, 8, 64, 64), {"pool_height": 32, "pool_width": 32, "stride": 16}
 
-register(
+    def run(own):
+        x = (own.permutation(int(np.prod(shape))).reshape(shape) - 2**15) / 7.0  # no ties
+        dout = own.standard_normal((2, 8, 3, 3))
+        return (
+            lambda: student.max_pool_forward_naive(x, dict(param))[1],
+            lambda cache: student.max_pool_backward_naive(dout, cache),
+        )
+
+    record_large(out, rng, "x of 2 by 8 by 64 by 64, 32x32 pools, stride 16", run)
+
+
+MAX_POOL_NAIVE = register(
     Check(
         name="max_pool_naive",
         notebook=NOTEBOOK,
@@ -414,6 +435,7 @@ register(
         },
     )
 )
+MAX_POOL_NAIVE.rules = with_large(MAX_POOL_NAIVE.rules, ("dx",))
 
 
 # ------------------------------------------------------------------- predictions
@@ -487,10 +509,11 @@ def probe_conv_fast(student, rng, out):
         out.record(
             f"out:{label}", lambda x=x, w=w, b=b, p=param: _call_forward(forward, x, w, b, p)[0]
         )
-    record_gradients(out, forward, student.conv_backward_fast, cases, rng, set())
+    record_gradients(out, forward, student.conv_backward_fast, cases, rng, set(), by_hand=True)
+    record_conv_large(out, rng, forward, student.conv_backward_fast, 4)
 
 
-register(
+CONV_FAST = register(
     Check(
         name="conv_fast",
         notebook=NOTEBOOK,
@@ -504,10 +527,12 @@ register(
                 hint="the same result as the naive pair: im2col columns in the order of "
                 "w.reshape(F, -1), the output back to (N, F, H', W').",
             ),
-            **GRADIENT_RULES,
+            **{k: dataclasses.replace(r, requires="byhand") for k, r in GRADIENT_RULES.items()},
+            "byhand": BY_HAND_RULE,
         },
     )
 )
+CONV_FAST.rules = with_large(CONV_FAST.rules, tuple(GRADIENT_RULES))
 
 
 # The fixed layer the speed is measured on (its values are drawn, fresh for every timed
@@ -820,8 +845,24 @@ def probe_spatial_batchnorm(student, rng, out):
         keys = ["forward", "dx", "dgamma", "dbeta", "selfcheck", "sum"]
         out.record([f"{k}:{label}" for k in keys], grads)
 
+    # Large: as batch norm's (05), over N, H and W: about 20,000 elements of a channel, each
+    # coupled to every other, so about 20,000 forward passes for a numerical gradient.
+    N, C = int(rng.integers(20, 24)), int(rng.integers(12, 16))
+    shape = (N, C, 32, 32)
 
-register(
+    def run(own):
+        x = float(own.uniform(-3, 3)) + own.uniform(0.5, 3) * own.standard_normal(shape)
+        gamma, beta = away_from_zero(own, C, 0.5, 2.0), own.standard_normal(C)
+        dout = own.standard_normal(shape)
+        return (
+            lambda: forward(x, gamma, beta, {"mode": "train"})[1],
+            lambda cache: backward(dout, cache),
+        )
+
+    record_large(out, rng, f"x of {N} by {C} by 32 by 32", run)
+
+
+SPATIAL_BATCHNORM = register(
     Check(
         name="spatial_batchnorm",
         notebook=NOTEBOOK,
@@ -882,6 +923,9 @@ register(
             ),
         },
     )
+)
+SPATIAL_BATCHNORM.rules = with_large(
+    SPATIAL_BATCHNORM.rules, ("dx", "dgamma", "dbeta", "selfcheck", "sum")
 )
 
 

@@ -8,6 +8,8 @@ check's (secret) seed: N, T, D and H all different, a square case, non-contiguou
 near +-800.
 """
 
+import dataclasses
+
 import numpy as np
 
 from course.checks.common import (
@@ -406,7 +408,9 @@ def probe_lstm_step(student, rng, out):
         )
         return next_h, next_c
 
-    out.record(["out:pre-activations near +-800", "cell:pre-activations near +-800"], extreme)
+    # Under "xout", which requires the cell state: next_h is 0 there (o shut, or c's tanh
+    # at 0), so a forward of zeros passed it alone (attack round 12).
+    out.record(["xout:pre-activations near +-800", "cell:pre-activations near +-800"], extreme)
 
     def warned():
         # The notebook: sigmoid "neither overflows nor warns at a = +-800". A warning the
@@ -447,6 +451,8 @@ LSTM_HINTS = {
     "dc * i * (1 - g**2); dprev_c = dc * f.",
 }
 
+LSTM_STEP_RULES = layer_rules("lstm step", LSTM_HINTS, {"out": "next_h", "cell": "next_c"})
+
 register(
     Check(
         name="lstm_step",
@@ -454,13 +460,15 @@ register(
         points=3,
         probe=probe_lstm_step,
         rules={
-            **layer_rules("lstm step", LSTM_HINTS, {"out": "next_h", "cell": "next_c"}),
+            **LSTM_STEP_RULES,
+            "xout": dataclasses.replace(LSTM_STEP_RULES["out"], requires="cell"),
             "quiet": Rule(
                 "next_h, with floating-point warnings raised, for",
                 rtol=1e-9,
                 weight=0.5,
                 hint="sigmoid must neither overflow nor warn: exp of -|a| only "
                 "(1 / (1 + exp(-a)) computes exp(800)).",
+                requires="cell",
             ),
         },
     )
@@ -517,6 +525,21 @@ def probe_temporal_layers(student, rng, out):
 
     out.record("eselfcheck:ids with repeats", embed_self)
 
+    # Large, for the embedding: a table of 1,000 to 1,200 words of 48 to 64; a numerical dW
+    # needs a forward pass per element of W (48,000 and more), routing dout costs about one
+    # (a one-hot matrix of the ids, np.eye(V)[x], about 10 ms: tests/variants_recurrent.py).
+    V, D = _large_sizes(rng, (1000, 1200), (48, 64))
+
+    def run(own):
+        table, words = own.standard_normal((V, D)), own.integers(0, V, (16, 20))
+        dout = own.standard_normal((16, 20, D))
+        return (
+            lambda: student.word_embedding_forward(words, table)[1],
+            lambda cache: student.word_embedding_backward(dout, cache),
+        )
+
+    record_large(out, rng, f"W of {V} by {D}, x of 16 by 20", run, prefix="elarge")
+
     M = int(rng.integers(8, 11))
     for label, (n, t, d), strided in (
         ("N, T, D, M all different", (N, T, D), False),
@@ -557,36 +580,40 @@ register(
         notebook=NOTEBOOK,
         points=2,
         probe=probe_temporal_layers,
-        rules={
-            "embed": Rule("embedding output for", rtol=1e-12, hint="out[n, t] = W[x[n, t]]."),
-            # A wrong gradient (dW[x] = dout or dW[x] += dout kept 1.72 of 2): capped.
-            "dembed": Rule(
-                "embedding dW for",
-                rtol=1e-9,
-                weight=2,
-                cap=WRONG_VALUE_CAP,
-                hint="a repeated id gets the sum of its gradients: np.add.at(dW, x, dout), "
-                "not dW[x] = dout nor dW[x] += dout (a repeated index is written once: one "
-                "gradient kept).",
-            ),
-            "eselfcheck": Rule(
-                "embedding dW against centred differences of your own forward pass, for",
-                kind="below",
-                rtol=1e-6,
-                hint="dW does not match the forward pass it comes from.",
-                requires="embed",
-                measure=centred_error(),
-            ),
-            **layer_rules(
-                "temporal affine",
-                {
-                    "out": "out = x @ w + b at every step, (N, T, M).",
-                    "grad": "dx = dout @ w.T; dw sums x.T @ dout over N and T (reshape to "
-                    "(N * T, D)); db sums dout over N and T.",
-                },
-                {"out": "temporal affine output"},
-            ),
-        },
+        rules=with_large(
+            {
+                "embed": Rule("embedding output for", rtol=1e-12, hint="out[n, t] = W[x[n, t]]."),
+                # A wrong gradient (dW[x] = dout or dW[x] += dout kept 1.72 of 2): capped.
+                "dembed": Rule(
+                    "embedding dW for",
+                    rtol=1e-9,
+                    weight=2,
+                    cap=WRONG_VALUE_CAP,
+                    hint="a repeated id gets the sum of its gradients: np.add.at(dW, x, dout), "
+                    "not dW[x] = dout nor dW[x] += dout (a repeated index is written once: one "
+                    "gradient kept).",
+                ),
+                "eselfcheck": Rule(
+                    "embedding dW against centred differences of your own forward pass, for",
+                    kind="below",
+                    rtol=1e-6,
+                    hint="dW does not match the forward pass it comes from.",
+                    requires="embed",
+                    measure=centred_error(),
+                ),
+                **layer_rules(
+                    "temporal affine",
+                    {
+                        "out": "out = x @ w + b at every step, (N, T, M).",
+                        "grad": "dx = dout @ w.T; dw sums x.T @ dout over N and T (reshape to "
+                        "(N * T, D)); db sums dout over N and T.",
+                    },
+                    {"out": "temporal affine output"},
+                ),
+            },
+            ("dembed", "eselfcheck"),
+            prefix="elarge",
+        ),
     )
 )
 
@@ -624,6 +651,29 @@ def probe_temporal_softmax_loss(student, rng, out):
         keys = [f"out:{label}", f"grad:dx, {label}"]
         out.record(keys + ([] if scale > 1 else [f"selfcheck:{label}"]), compute)
 
+    # Large: a scalar loss of 16 x 24 steps over 500 to 600 classes; a numerical dx needs
+    # a loss per element of x (about 200,000). The call that returns dx also computes the
+    # loss, so the budget's yardstick is a trusted loss of the same inputs (TRUSTED_LOSS).
+    V = int(rng.integers(500, 600))
+
+    def run(own):
+        x, y = own.standard_normal((16, 24, V)), own.integers(0, V, (16, 24))
+        mask = own.random((16, 24)) < 0.8
+        return (
+            lambda: _trusted_temporal_loss(x, y, mask),
+            lambda _: student.temporal_softmax_loss(x, y, mask)[1],
+        )
+
+    record_large(out, rng, f"x of 16 by 24 by {V}", run)
+
+
+def _trusted_temporal_loss(x, y, mask) -> None:
+    """The yardstick of temporal_softmax_loss's large case: its loss, in trusted NumPy."""
+    shifted = x - x.max(axis=2, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(axis=2, keepdims=True))
+    picked = np.take_along_axis(log_p, y[:, :, None], axis=2)[:, :, 0]
+    float(-np.sum(picked * mask) / len(x))
+
 
 register(
     Check(
@@ -631,16 +681,19 @@ register(
         notebook=NOTEBOOK,
         points=2,
         probe=probe_temporal_softmax_loss,
-        rules=layer_rules(
-            "temporal softmax",
-            {
-                "out": "the softmax loss of each step where mask is true, summed over time "
-                "and divided by N (not by the number of unmasked steps, as PyTorch's "
-                "CrossEntropyLoss does); subtract each row's largest score first.",
-                "grad": "dx = (softmax - one_hot(y)) * mask / N; padding steps get 0.",
-            },
-            {"out": "loss"},
-            by_hand=False,
+        rules=with_large(
+            layer_rules(
+                "temporal softmax",
+                {
+                    "out": "the softmax loss of each step where mask is true, summed over time "
+                    "and divided by N (not by the number of unmasked steps, as PyTorch's "
+                    "CrossEntropyLoss does); subtract each row's largest score first.",
+                    "grad": "dx = (softmax - one_hot(y)) * mask / N; padding steps get 0.",
+                },
+                {"out": "loss"},
+                by_hand=False,
+            ),
+            ("grad", "selfcheck"),
         ),
     )
 )
