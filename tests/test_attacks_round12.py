@@ -380,6 +380,67 @@ def test_lstm_step_of_zeros_earns_nothing():
     assert got["lstm_step"] == 0, got
 
 
+# The attacker's batch norm: no chain rule, and one complex-step directional derivative of
+# the forward along dout for dx (batch norm's Jacobian is symmetric column by column, so
+# J^T dout = J dout), which costs about one forward pass, as a backward by hand does.
+BATCHNORM_FORWARD = '''#| export
+def _bn_train(x, gamma, beta, eps):
+    c = x - x.mean(axis=0)
+    return gamma * c / np.sqrt((c * c).mean(axis=0) + eps) + beta
+
+
+def batchnorm_forward(x, gamma, beta, bn_param):
+    """Batch normalisation of x (N, D). Returns (out (N, D), cache)."""
+    mode = bn_param["mode"]
+    eps = bn_param.get("eps", 1e-5)
+    momentum = bn_param.get("momentum", 0.9)
+    D = x.shape[1]
+    running_mean = bn_param.get("running_mean", np.zeros(D, dtype=x.dtype))
+    running_var = bn_param.get("running_var", np.zeros(D, dtype=x.dtype))
+    if mode == "train":
+        mu = x.mean(axis=0)
+        centred = x - mu
+        var = np.mean(centred**2, axis=0)
+        std = np.sqrt(var + eps)
+        out = gamma * (centred / std) + beta
+        cache = (np.array(x, copy=True), np.array(gamma, copy=True), np.array(beta, copy=True), eps)
+        running_mean = momentum * running_mean + (1 - momentum) * mu
+        running_var = momentum * running_var + (1 - momentum) * var
+    elif mode == "test":
+        out = gamma * (x - running_mean) / np.sqrt(running_var + eps) + beta
+        cache = None
+    else:
+        raise ValueError(f"bn_param['mode'] is {mode!r}: use 'train' or 'test'")
+    bn_param["running_mean"] = running_mean
+    bn_param["running_var"] = running_var
+    return out, cache
+'''
+BATCHNORM_JVP = '''#| export
+def batchnorm_backward(dout, cache):
+    """No chain rule: complex-step directional derivatives of the forward pass."""
+    x, gamma, beta, eps = cache
+    h = 1e-100
+    dx = _bn_train(x + 1j * h * dout, gamma, beta, eps).imag / h
+    dgamma = np.sum(dout * _bn_train(x, gamma + 1j * h, beta, eps).imag / h, axis=0)
+    dbeta = np.sum(dout * _bn_train(x, gamma, beta + 1j * h, eps).imag / h, axis=0)
+    return dx, dgamma, dbeta
+'''
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="declined (README, 'Not protected'): one directional derivative along dout is a "
+    "backward's cost, and for a symmetric Jacobian its value; the course cannot tell it apart",
+)
+def test_batchnorm_backward_by_one_directional_derivative_loses_points():
+    answers = {
+        "batchnorm_forward_solution": BATCHNORM_FORWARD,
+        "batchnorm_backward_solution": BATCHNORM_JVP,
+    }
+    got = _judge("05_normalisation", "normalisation", answers, ["batchnorm_backward"])
+    assert got["batchnorm_backward"] < 1.5, got
+
+
 @pytest.mark.slow
 def test_complex_step_06_graded_for_real(tmp_path):
     from tests.harness import Batch
