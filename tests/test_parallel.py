@@ -374,6 +374,9 @@ def test_course_grade_shows_progress_on_a_terminal_only(tmp_path, monkeypatch, t
     monkeypatch.setattr(parallel, "load_config", lambda root: {})
     monkeypatch.setattr(recording, "Recorder", lambda *a: contextlib.nullcontext())
     monkeypatch.setattr(sys, "stderr", Stderr())
+    # A wide terminal: the whole line fits (a terminal of no size is 88 columns, where the
+    # bar cuts this line off: course/terminal.py).
+    monkeypatch.setenv("COLUMNS", "200")
     statuses = {s: autograde.Status(s) for s in ("ada", "bob")}
     autograde.grade_and_record(tmp_path, "01_backprop", ["ada", "bob"], statuses, 2, None, True)
     shown = sys.stderr.getvalue()
