@@ -332,7 +332,9 @@ class _Draws:
         self._log.append((method, args, kwargs))
         if self._own is not None:  # left the kept sequence: an ordinary generator
             return getattr(self._own, method)(*args, **kwargs)
-        rng, kept = _DRAWN.setdefault(self._seed, (np.random.default_rng(self._seed), []))
+        if self._seed not in _DRAWN:  # a generator only for a seed not kept yet
+            _DRAWN[self._seed] = (np.random.default_rng(self._seed), [])
+        rng, kept = _DRAWN[self._seed]
         at = len(self._log) - 1
         if at < len(kept) and kept[at][0] == call:
             return _copied(kept[at][1])
