@@ -10,7 +10,8 @@ course validate NB  run a notebook as Validate does; exit 1 when a cell fails
 course demo         the instructor's pipeline on bundled demo students, kept in demo/course
 course bench        notebook and autograding timings; --conv: 06's convolution against PyTorch;
                     --processors: the solutions' marks under emulated processors;
-                    --bands: the training checks' bands against correct and wrong code
+                    --bands: the training checks' bands against correct and wrong code;
+                    --landscape: course.landscape's 41 x 41 slice on 03's net
 """
 
 from __future__ import annotations
@@ -185,7 +186,10 @@ def _bench(args) -> int:
         return bands.main(only=args.check or None, seeds=args.seeds)
 
     return bench.main(
-        notebooks_only=args.notebooks, class_only=args.class_only, conv_only=args.conv
+        notebooks_only=args.notebooks,
+        class_only=args.class_only,
+        conv_only=args.conv,
+        landscape_only=args.landscape,
     )
 
 
@@ -390,6 +394,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only 06's fast convolution against the naive loops and PyTorch (if installed), "
         "and the margin of its graded speed check",
+    )
+    bench.add_argument(
+        "--landscape",
+        action="store_true",
+        help="only course.landscape's 41 x 41 slice, interpolation and trajectory PCA on 03's "
+        "two-layer net (the solutions), with one BLAS thread and with two",
     )
     bench.add_argument(
         "--processors",

@@ -234,11 +234,9 @@ def best_of(fn, repeat: int) -> float:
     return min(timed(fn) for _ in range(repeat))
 
 
-def bench_conv(threads: int = 1) -> None:
-    """The reference fast convolution (forward + backward, float64) from 06's solutions,
-    timed side by side with PyTorch CPU's conv2d on the same shapes and threads; the naive
-    loops' time and im2col's memory beside them. Runs in a child process, so that the
-    thread count is set before NumPy's BLAS and PyTorch start."""
+def _in_child(function: str, threads: int) -> None:
+    """Run this module's `function(threads)` in a child process, so that the thread count
+    is set before NumPy's BLAS (and PyTorch) start."""
     env = {
         **os.environ,
         **{
@@ -246,8 +244,15 @@ def bench_conv(threads: int = 1) -> None:
             for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
         },
     }
-    code = f"from course.authoring.bench import _bench_conv_here; _bench_conv_here({threads})"
+    code = f"from course.authoring.bench import {function}; {function}({threads})"
     subprocess.run([sys.executable, "-c", code], env=env, check=True)
+
+
+def bench_conv(threads: int = 1) -> None:
+    """The reference fast convolution (forward + backward, float64) from 06's solutions,
+    timed side by side with PyTorch CPU's conv2d on the same shapes and threads; the naive
+    loops' time and im2col's memory beside them."""
+    _in_child("_bench_conv_here", threads)
 
 
 def _bench_conv_here(threads: int) -> None:
@@ -378,7 +383,75 @@ def bench_speed_check(repeat: int = 3) -> None:
         )
 
 
-def main(notebooks_only: bool = False, class_only: bool = False, conv_only: bool = False) -> int:
+LANDSCAPE_GRID = 41  # points a side of the 2-D slice timed
+LANDSCAPE_ROUNDS = 3
+
+
+def bench_landscape() -> None:
+    """course.landscape on 03's two-layer net (the solutions' TwoLayerNet and sgd, 64-100-10,
+    trained on the digits): a 41 x 41 slice along filter-normalised directions, the
+    interpolation from the start and the trajectory's PCA, with one BLAS thread (as a
+    grading kernel has) and with two."""
+    for threads in (1, 2):
+        _in_child("_bench_landscape_here", threads)
+
+
+def _bench_landscape_here(threads: int) -> None:
+    import numpy as np
+
+    from course import landscape
+    from course.data import digits
+    from course.training import fit
+
+    text = course_root() / "source" / "03_multilayer" / "multilayer.pct.py"
+    solutions = build.solution_namespace(build.notebook_from_text(text.read_text()), "bench")
+    data = digits()
+    X, y = data.X_train - data.X_train.mean(axis=0), data.y_train
+    np.random.seed(0)
+    net = solutions["TwoLayerNet"](64, 100, 10, weight_scale=0.1, reg=1e-3)
+    snaps = landscape.Snapshots(net)
+    fit(
+        net,
+        solutions["sgd"],
+        X,
+        y,
+        epochs=30,
+        batch_size=len(X),
+        config={"learning_rate": 0.5},
+        progress=snaps,
+    )
+    objective = landscape.model_loss(net, X, y)
+    data_loss = landscape.model_loss(net, X, y, data_loss=solutions["softmax_loss"])
+    directions = landscape.random_directions(net.params, seed=0)
+    n = LANDSCAPE_GRID
+    timings = {
+        f"slice_2d {n} x {n}, net.loss(X, y)": lambda: landscape.slice_2d(
+            objective, net.params, directions, span=1.0, resolution=n
+        ),
+        f"slice_2d {n} x {n}, data loss only": lambda: landscape.slice_2d(
+            data_loss, net.params, directions, span=1.0, resolution=n
+        ),
+        f"interpolation, {n} points": lambda: landscape.interpolation(
+            objective, snaps.path[0], net.params, resolution=n
+        ),
+        f"trajectory_pca of {len(snaps.path)} points": lambda: landscape.trajectory_pca(snaps.path),
+    }
+    print(
+        f"\nloss landscape of 03's two-layer net (64-100-10, {len(X)} training digits): "
+        f"{threads} BLAS thread(s), best of {LANDSCAPE_ROUNDS}; goal: the {n} x {n} slice "
+        "in a few seconds (net.loss(X, y): loss and gradients; data loss only: your "
+        "softmax_loss of net.loss(X), the forward pass)"
+    )
+    for what, run in timings.items():
+        print(f"  {what:<40}{best_of(run, LANDSCAPE_ROUNDS):>9.2f} s")
+
+
+def main(
+    notebooks_only: bool = False,
+    class_only: bool = False,
+    conv_only: bool = False,
+    landscape_only: bool = False,
+) -> int:
     root = course_root()
     texts = build.text_sources(root)
     if conv_only:
@@ -387,6 +460,9 @@ def main(notebooks_only: bool = False, class_only: bool = False, conv_only: bool
         return 0
     if class_only:
         bench_class(texts[0])
+        return 0
+    if landscape_only:
+        bench_landscape()
         return 0
     print("notebook execution with the solutions (restart and run all, fresh kernel, median of 3;")
     print("goal: about a minute at most on 2 cores)")
@@ -397,6 +473,7 @@ def main(notebooks_only: bool = False, class_only: bool = False, conv_only: bool
         return 0
     bench_conv()
     bench_speed_check()
+    bench_landscape()
     print(f"\nautograding one submission of the solutions (nbgrader autograde; batch of {BATCH})")
     print(
         f"  {'assignment':<16}{'own process':>12}{'of which start-up':>19}"
