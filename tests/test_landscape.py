@@ -159,6 +159,11 @@ def test_pca_explained_variance_is_the_share_of_the_centred_path():
     path = [landscape.unflatten(s @ e[:3], final) for s in steps]
     explained = landscape.trajectory_pca(path).explained_variance
     np.testing.assert_allclose(explained, np.array([4.0, 1.0]) / 5.25)
+    # Centred as Li et al.'s PCA is (uncentred, these two steps would explain 0.8 and 0.2):
+    # rows (2, 0), (0, 1), (0, 0) less their mean have the scatter [[24, -6], [-6, 6]] / 9.
+    two = [{"W": np.array([[2.0, 0.0]])}, {"W": np.array([[0.0, 1.0]])}, {"W": np.zeros((1, 2))}]
+    first = (30 + 468**0.5) / 60
+    np.testing.assert_allclose(landscape.trajectory_pca(two).explained_variance, [first, 1 - first])
     ignored = landscape.trajectory_pca(path, ignore_biasbn=True)
     assert not np.any(ignored.directions[0]["b"]) and not np.any(ignored.directions[1]["b"])
 
