@@ -8,6 +8,8 @@ learners' copies use them):
 - `course.plots`: the course's figures (loss curves, decision boundaries, error against h).
 - `course.training`, `course.mlp`, `course.deepnet`: training loops and small networks
   that run on the learner's own functions.
+- `course.landscape`: loss landscapes of the learner's own networks (interpolation,
+  filter-normalised slices, the training path's PCA), as numbers and pictures.
 - `course.notebook`: small notebook helpers (show a function's source, add a method).
 - `course.grading`: what a grade cell imports (`check`), nothing else.
 - `course.carry`: the learner's own functions from an earlier assignment (`carry(...)`).

@@ -24,7 +24,7 @@ LAYERS = [
     # how the commands print on one).
     {"course", "course.gradcheck", "course.data", "course.plots", "course.training",
      "course.mlp", "course.deepnet", "course.notebook", "course.paths", "course.carry",
-     "course.terminal"},
+     "course.terminal", "course.landscape"},
     # 1: the grader core and the hidden checks.
     {"course.grading", "course.grader", "course.grader.model", "course.grader.probe",
      "course.grader.cells", "course.grader.files", "course.grader.sources",
