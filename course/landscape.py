@@ -360,6 +360,18 @@ def plot_surface(
     return ax
 
 
+def _contours_and_surface(result: Slice2D, title: str, labels, path=None, path_losses=None):
+    """The figure both `landscape` and `path_landscape` draw: contours left, surface right."""
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(11, 4.4), layout="constrained")
+    plot_contours(result, path, "Contours", labels, ax=fig.add_subplot(1, 2, 1))
+    surface = fig.add_subplot(1, 2, 2, projection="3d")
+    plot_surface(result, path, path_losses, "Surface", labels, ax=surface)
+    fig.suptitle(title)
+    return fig
+
+
 def landscape(
     loss: Loss,
     params: Params,
@@ -370,17 +382,42 @@ def landscape(
 ) -> tuple[Slice2D, object]:
     """The 2-D slice around `params` along two filter-normalised random directions drawn
     with `seed`, as contours and as a surface side by side. Returns (slice, figure)."""
-    import matplotlib.pyplot as plt
-
     result = slice_2d(loss, params, random_directions(params, seed), span, resolution, progress)
-    fig = plt.figure(figsize=(11, 4.4), layout="constrained")
-    plot_contours(result, ax=fig.add_subplot(1, 2, 1), title=f"Contours (directions' seed {seed})")
-    plot_surface(result, ax=fig.add_subplot(1, 2, 2, projection="3d"), title="Surface")
-    fig.suptitle(
-        f"The loss around the trained weights: {resolution} x {resolution} points, "
-        f"steps of up to {span:g} filter norms"
+    title = (
+        f"The loss around the trained weights (directions' seed {seed}): "
+        f"{resolution} x {resolution} points, steps of up to {span:g} filter norms"
     )
-    return result, fig
+    return result, _contours_and_surface(result, title, ("direction 1", "direction 2"))
+
+
+def path_landscape(
+    loss: Loss,
+    path: Sequence[Params],
+    resolution: int = 41,
+    margin: float = 0.25,
+    progress: Callable | None = None,
+) -> tuple[Trajectory, Slice2D, object]:
+    """A training path on the plane of its two principal directions (Li et al.'s figure 9):
+    the loss over the path's extent (plus `margin` of it on every side) around the trained
+    weights, the path drawn on it at the loss of each of its points in that plane.
+    Returns (trajectory, slice, figure)."""
+    trajectory = trajectory_pca(path)
+    low, high = trajectory.coords.min(axis=0), trajectory.coords.max(axis=0)
+    pad = margin * np.maximum(high - low, 1e-3)
+    span = tuple(zip(low - pad, high + pad, strict=True))
+    result = slice_2d(loss, path[-1], trajectory.directions, span, resolution, progress)
+    along = plane_losses(loss, path[-1], trajectory.directions, trajectory.coords)
+    share = trajectory.explained_variance
+    labels = tuple(f"PC {k + 1} ({share[k]:.0%} of the path's variance)" for k in range(2))
+    title = (
+        f"The training path on its own plane: {share.sum():.0%} of its variance; "
+        "the rest of its moves are out of the picture"
+    )
+    return (
+        trajectory,
+        result,
+        _contours_and_surface(result, title, labels, trajectory.coords, along),
+    )
 
 
 def explore(loss: Loss, params: Params, seeds: int = 10, resolution: int = 21):

@@ -35,6 +35,10 @@ def moved(centre: dict, *steps) -> dict:
     return {name: centre[name] + sum(c * d[name] for c, d in steps) for name in centre}
 
 
+def path_step(params: dict, seed: int) -> dict:
+    return landscape.random_directions(params, seed, count=1, ignore_biasbn=False)[0]
+
+
 def copies(params: dict) -> dict:
     return {name: a.copy() for name, a in params.items()}
 
@@ -240,6 +244,22 @@ def test_the_pictures_and_the_widget_draw_the_numbers():
     landscape.plot_slice_1d(landscape.Slice1D(result.alphas, result.losses[2]))
     plt.close("all")
     assert plt.get_fignums() == open_before == []
+    walk = [
+        moved(centre, (1 - t, path_step(centre, 0)), (t * (1 - t), path_step(centre, 1)))
+        for t in np.linspace(0, 1, 6)
+    ]
+    trajectory, plane, fig = landscape.path_landscape(wavy_loss, walk, resolution=5)
+    (low_a, high_a), (low_b, high_b) = (plane.alphas[[0, -1]], plane.betas[[0, -1]])
+    assert np.all((low_a < trajectory.coords[:, 0]) & (trajectory.coords[:, 0] < high_a))
+    assert np.all((low_b < trajectory.coords[:, 1]) & (trajectory.coords[:, 1] < high_b))
+    drawn = [line for ax in fig.axes for line in ax.lines if line.get_label() == "path"]
+    assert len(drawn) == 2  # on the contours and on the surface
+    z = drawn[1].get_data_3d()[2]
+    assert z[-1] == pytest.approx(wavy_loss(centre))  # the path ends at the trained weights
+    assert z[0] == pytest.approx(
+        landscape.plane_losses(wavy_loss, centre, trajectory.directions, trajectory.coords[:1])[0]
+    )
+    plt.close("all")
     box = landscape.explore(wavy_loss, centre, resolution=5)
     *controls, image, words = box.children
     assert [c.description for c in controls] == ["directions' seed", "span", "resolution"]
