@@ -410,8 +410,8 @@ def path_landscape(
     share = trajectory.explained_variance
     labels = tuple(f"PC {k + 1} ({share[k]:.0%} of the path's variance)" for k in range(2))
     title = (
-        f"The training path on its own plane: {share.sum():.0%} of its variance; "
-        "the rest of its moves are out of the picture"
+        f"The training path on the plane of its two principal directions, which hold "
+        f"{share.sum():.1%} of its variance"
     )
     return (
         trajectory,
@@ -427,20 +427,16 @@ def explore(loss: Loss, params: Params, seeds: int = 10, resolution: int = 21):
 
     from course.notebook import explore_plot
 
+    still = {"continuous_update": False}  # drawn once a slider is let go, not while it moves
     return explore_plot(
         lambda seed, span, resolution: landscape(loss, params, seed, span, resolution),
         seed=widgets.IntSlider(
-            value=0, min=0, max=seeds - 1, description="directions' seed", continuous_update=False
+            value=0, min=0, max=seeds - 1, description="directions' seed", **still
         ),
         span=widgets.FloatSlider(
-            value=1.0, min=0.1, max=3.0, step=0.1, description="span", continuous_update=False
+            value=1.0, min=0.1, max=3.0, step=0.1, description="span", **still
         ),
         resolution=widgets.IntSlider(
-            value=resolution,
-            min=5,
-            max=61,
-            step=2,
-            description="resolution",
-            continuous_update=False,
+            value=resolution, min=5, max=61, step=2, description="resolution", **still
         ),
     )
