@@ -437,10 +437,10 @@ def _bench_landscape_here(threads: int) -> None:
         f"trajectory_pca of {len(snaps.path)} points": lambda: landscape.trajectory_pca(snaps.path),
     }
     print(
-        f"\nloss landscape of 03's two-layer net (64-100-10, {len(X)} training digits): "
+        f"\nloss landscape of 03's two-layer net (64-100-10, {len(X)} training digits), "
         f"{threads} BLAS thread(s), best of {LANDSCAPE_ROUNDS}; goal: the {n} x {n} slice "
-        "in a few seconds (net.loss(X, y): loss and gradients; data loss only: your "
-        "softmax_loss of net.loss(X), the forward pass)"
+        "in a few seconds\n(net.loss(X, y): loss and gradients a point; data loss only: "
+        "softmax_loss(net.loss(X), y), the forward pass)"
     )
     for what, run in timings.items():
         print(f"  {what:<40}{best_of(run, LANDSCAPE_ROUNDS):>9.2f} s")
