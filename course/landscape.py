@@ -38,7 +38,7 @@ class Slice2D(NamedTuple):
 
 
 class Trajectory(NamedTuple):
-    directions: tuple[Params, Params]  # the two principal directions, unit length together
+    directions: tuple[Params, Params]  # the two principal directions, orthonormal
     coords: np.ndarray  # (T, 2): each theta_i - theta_final projected on them
     explained_variance: np.ndarray  # (2,): share of the path's variance each explains
 
@@ -102,8 +102,9 @@ def normalise_filters(direction: Params, params: Params, ignore_biasbn: bool = T
     """Li et al.'s filter normalisation: d_ij <- d_ij / |d_ij| * |theta_ij| for filter (or
     neuron) j of every weight array i, so a step of 1 moves each filter by its own size
     and the picture does not depend on the weights' scale, which ReLU nets and batch norm
-    leave free. A vector's direction is zero (`ignore_biasbn`, the setting their code's
-    `--xignore biasbn` and their paper's figures use), or else the vector itself.
+    leave free. A vector's direction is zero (`ignore_biasbn`: their code's
+    `--xignore biasbn`, which their README's 1-D and 2-D examples use), or else the vector
+    itself (their code without that option).
     Returns a new dict; the arguments are left as they are."""
     out = {}
     for name, theta in params.items():
@@ -138,6 +139,7 @@ def random_directions(
 
 
 def _steps(progress: Callable | None, count: int) -> Iterable[int]:
+    """range(count), through the caller's progress wrapper if there is one."""
     return range(count) if progress is None else progress(range(count))
 
 
@@ -181,7 +183,8 @@ def interpolation(
     progress: Callable | None = None,
 ) -> Slice1D:
     """The loss at (1 - a) start + a end (Goodfellow et al. 2015): a = 0 is `start` (say the
-    initialisation), a = 1 is `end` (the trained weights), a beyond [0, 1] extrapolates."""
+    initialisation), a = 1 is `end` (the trained weights), a beyond [0, 1] extrapolates.
+    span: the range of a, (low, high)."""
     step = {name: np.asarray(end[name], np.float64) - start[name] for name in start}
     return slice_1d(loss, start, step, span, resolution, progress)
 
@@ -231,12 +234,11 @@ def trajectory_pca(path: Sequence[Params], ignore_biasbn: bool = False) -> Traje
     and `slice_2d(loss, path[-1], directions, ...)` draws the plane the path is seen in.
     Each direction's sign puts the path's start at a positive coordinate.
     ignore_biasbn: leave vectors (biases, batch norm's parameters) out, as their option."""
+    if len(path) < 3:
+        raise ValueError(f"a path of {len(path)} points has no two principal directions")
     final = path[-1]
     keep = flatten(
-        {
-            n: np.full(np.shape(a), filter_axes(np.asarray(a)) is not None or not ignore_biasbn)
-            for n, a in final.items()
-        }
+        {n: np.full(np.shape(a), np.ndim(a) > 1 or not ignore_biasbn) for n, a in final.items()}
     ).astype(bool)
     M = np.stack([flatten(p) for p in path]) - flatten(final)  # (T, P)
     M[:, ~keep] = 0.0

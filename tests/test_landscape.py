@@ -168,6 +168,8 @@ def test_pca_explained_variance_is_the_share_of_the_centred_path():
     two = [{"W": np.array([[2.0, 0.0]])}, {"W": np.array([[0.0, 1.0]])}, {"W": np.zeros((1, 2))}]
     first = (30 + 468**0.5) / 60
     np.testing.assert_allclose(landscape.trajectory_pca(two).explained_variance, [first, 1 - first])
+    with pytest.raises(ValueError, match="2 points"):
+        landscape.trajectory_pca(two[1:])
     ignored = landscape.trajectory_pca(path, ignore_biasbn=True)
     assert not np.any(ignored.directions[0]["b"]) and not np.any(ignored.directions[1]["b"])
 
