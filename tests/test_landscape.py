@@ -239,11 +239,15 @@ def test_the_pictures_and_the_widget_draw_the_numbers():
     open_before = plt.get_fignums()
     result, fig = landscape.landscape(wavy_loss, centre, seed=1, span=0.5, resolution=5)
     assert result.losses.shape == (5, 5) and len(fig.axes) >= 2
+    drawn = landscape.random_directions(centre, seed=1)
+    assert all(np.array_equal(result.directions[k]["W1"], drawn[k]["W1"]) for k in range(2))
     path = np.array([[0.4, 0.3], [0.2, 0.1], [0.0, 0.0]])
     ax = landscape.plot_contours(result, path=path)
     assert any(np.array_equal(line.get_xdata(), path[:, 0]) for line in ax.lines)
     landscape.plot_surface(result, path=path, path_losses=np.ones(3))
-    landscape.plot_slice_1d(landscape.Slice1D(result.alphas, result.losses[2]))
+    landscape.plot_slice_1d(
+        landscape.Slice1D(result.alphas, result.losses[2], result.directions[0])
+    )
     plt.close("all")
     assert plt.get_fignums() == open_before == []
     walk = [
