@@ -370,7 +370,8 @@ def test_course_check_exports_and_names_the_earlier_bug(tmp_path):
 def fcn_payload(affine_backward=None) -> dict:
     """What 04's fully_connected_net grade cell emits, probed in this process on the
     solutions, with `affine_backward` (carried from 03) replaced."""
-    from course.grader.model import encode, get_check
+    from course.checks import get_check
+    from course.grader.model import encode
     from course.grader.probe import probe
 
     namespace = build.solution_namespace(read(ROOT / "source" / A04 / "optimisers.ipynb"), A04)

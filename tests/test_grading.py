@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from course import grading
 from course.authoring import build
 from course.grader import judge, model, probe, references
 from course.grader.judge import _describe_mismatch, judge_one, score
@@ -714,7 +715,7 @@ class GradeCell:
 
         shown = []
         monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: shown.extend(objs))
-        self.in_kernel = probe.check(name, namespace)
+        self.in_kernel = grading.check(name, namespace)
         self.displayed = [obj for obj in shown if isinstance(obj, dict)]
         assert len(self.displayed) == 1, "one display per grade cell"
         payload = self.displayed[0][probe.PROBE_MIME]

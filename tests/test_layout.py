@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from course.checks import assignments
+from course.checks import assignment_modules, assignments, checks_by_name
 
 REPO = Path(__file__).resolve().parent.parent  # this checkout, whatever $COURSE_ROOT says
 PACKAGE = REPO / "course"
@@ -95,6 +95,72 @@ def test_an_upward_import_inside_a_function_is_caught(tmp_path):
     imported = course_imports(learner)
     assert "course.grader.judge" in imported
     assert any(layer_of(name) > layer_of("course.plots") for name in imported)
+
+
+def test_the_index_lists_each_modules_checks():
+    """course.checks.INDEX is how a grade cell's kernel imports only its own module: it
+    must list exactly the checks each module registers."""
+    import course.checks
+    from course.grader import model
+
+    checks_by_name()
+    registered = {}
+    for m in assignment_modules():
+        module = m.__name__.rsplit(".", 1)[1]
+        registered[module] = [
+            c.name for c in model.CHECKS.values() if c.notebook == m.ASSIGNMENT.key
+        ]
+    index = {module: list(names) for module, names in course.checks.INDEX.items()}
+    for module, names in registered.items():
+        assert index.get(module) == names, (
+            f"course/checks/__init__.py: INDEX[{module!r}] should be {tuple(names)}"
+        )
+    assert set(index) == set(registered), (
+        f"INDEX names no module {sorted(set(index) - set(registered))}"
+    )
+
+
+# What a grading kernel holds of `course` after a grade cell: the probe machinery, the
+# learner library its probes call, and the checks modules of the checks it probes (its own
+# assignment's; an earlier assignment's that it carries: finished_net runs 03's layers).
+KERNEL_SIDE = {
+    "course",
+    "course.grading",
+    "course.grader",
+    "course.grader.model",
+    "course.grader.probe",
+    "course.checks",
+    "course.checks.common",
+    "course.gradcheck",
+}
+IN_A_GRADING_KERNEL = {
+    "softmax_numerics": KERNEL_SIDE | {"course.checks.linear"},
+    "batchnorm_forward": KERNEL_SIDE | {"course.checks.linear", "course.checks.multilayer",
+                                        "course.checks.normalisation", "course.training"},
+    "finished_net": KERNEL_SIDE | {"course.checks.linear", "course.checks.multilayer",
+                                   "course.checks.normalisation", "course.training"},
+}  # fmt: skip
+
+
+def test_a_grading_kernel_loads_only_its_own_checks():
+    """A real kernel, started as grading starts it, runs grade cells (with the grader's seed
+    line): it loads no other assignment's checks, nothing of the judge and no authoring."""
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from course.grader.inputs import seed_line
+    from course.grader.kernel_client import PromptNotebookClient
+
+    show = "import sys; print(sorted(m for m in sys.modules if m.split('.')[0] == 'course'))"
+    for name, expected in IN_A_GRADING_KERNEL.items():
+        grade_cell = f'from course.grading import check\n\ncheck("{name}", globals())'
+        cell = f"{seed_line(name, 12345)}\n{grade_cell}"
+        nb = new_notebook(cells=[new_code_cell(cell), new_code_cell(show)])
+        PromptNotebookClient(nb, kernel_name="python3", timeout=600).execute()
+        assert "application/vnd.everything-leaks.probe+json" in nb.cells[0].outputs[0]["data"]
+        loaded = set(ast.literal_eval(nb.cells[1].outputs[0]["text"]))
+        assert loaded == expected, (
+            f"{name}: extra {sorted(loaded - expected)}, missing {sorted(expected - loaded)}"
+        )
 
 
 def test_the_readme_table_is_the_declared_assignments():

@@ -25,6 +25,7 @@ import pytest
 import course
 from course.authoring.build import notebook_from_text, solution_namespace
 from course.authoring.classroom import solution_sources
+from course.checks import checks_by_name
 from course.grader import model, probe
 from course.grader.judge import verdict
 from course.paths import course_root
@@ -50,7 +51,7 @@ MODULES = [
     variants_recurrent,
     variants_attention,
 ]
-ALL_CHECKS = sorted(model.checks_by_name())
+ALL_CHECKS = sorted(checks_by_name())
 
 
 @functools.cache
@@ -85,7 +86,7 @@ def judged(name: str, outputs: dict) -> float:
 
 def checks_of(module) -> list[str]:
     return sorted(
-        n for n, c in model.checks_by_name().items() if c.notebook.startswith(module.ASSIGNMENT)
+        n for n, c in checks_by_name().items() if c.notebook.startswith(module.ASSIGNMENT)
     )
 
 

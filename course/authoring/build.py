@@ -20,6 +20,7 @@ from pathlib import Path
 import nbformat
 
 from course.carry import module_name
+from course.checks import checks_by_name, get_check
 from course.grader import judge, model
 from course.grader.cells import grade_id_of_test_cell, nbgrader_meta
 from course.grader.sources import (  # noqa: F401 (build's public names, defined there)
@@ -48,11 +49,7 @@ def validate_grade_cells(nb: nbformat.NotebookNode, key: str) -> None:
         if grade_id_of_test_cell(cell) is None:
             continue
         meta = nbgrader_meta(cell)
-        chk = (
-            model.get_check(meta["grade_id"])
-            if f'check("{meta["grade_id"]}"' in cell.source
-            else None
-        )
+        chk = get_check(meta["grade_id"]) if f'check("{meta["grade_id"]}"' in cell.source else None
         if chk is None:
             raise ValueError(f"{key}: grade cell {meta['grade_id']!r} runs no check of that name")
         if float(meta["points"]) != float(chk.points):
@@ -117,7 +114,7 @@ def write_references(root: Path, references: dict[str, dict]) -> None:
     """Write references/, keeping each stored value that the judge cannot tell from the fresh
     one: another processor rounds the last bits differently, and a rebuild there must not
     rewrite every file (nor a "below" value that is noise by construction)."""
-    checks = model.checks_by_name()
+    checks = checks_by_name()
     for key, refs in references.items():
         path = root / "references" / f"{key}.json"
         stored = json.loads(path.read_text()) if path.exists() else {}

@@ -165,8 +165,9 @@ def judge_in_process(
     inputs: a run's seeds and references (course.grader.inputs.Inputs); None: the public
     ones of the committed references/. only: the grade ids to judge (None: every one).
     """
+    from course.checks import get_check
     from course.grader.judge import verdict
-    from course.grader.model import encode, get_check
+    from course.grader.model import encode
     from course.grader.probe import probe
     from course.grader.sources import solution_namespace
 

@@ -1,5 +1,6 @@
 """The data model of hidden checks: a Check (probe and rules), Rules, Results, Broken values,
-the registry of every assignment's checks, and the JSON form in which outputs travel."""
+the registry that checks modules fill (course.checks finds them), and the JSON form in which
+outputs travel."""
 
 from __future__ import annotations
 
@@ -196,25 +197,6 @@ def register(check: Check) -> Check:
         raise ValueError(f"two checks named {check.name!r}")
     CHECKS[check.name] = check
     return check
-
-
-def _load_checks() -> None:
-    # Importing the assignment modules registers their checks.
-    from course.checks import load_all
-
-    load_all()
-
-
-def checks_by_name() -> dict[str, Check]:
-    _load_checks()
-    return CHECKS
-
-
-def get_check(name: str) -> Check:
-    _load_checks()
-    if name not in CHECKS:
-        raise KeyError(f"no hidden check named {name!r}; known: {sorted(CHECKS)}")
-    return CHECKS[name]
 
 
 def rule_for(check: Check, key: str) -> Rule:

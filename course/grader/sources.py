@@ -18,6 +18,7 @@ import jupytext
 import nbformat
 
 from course.carry import from_sources, is_carry_cell
+from course.checks import checks_by_name
 from course.grader import judge, model, probe
 from course.grader.cells import solution_cell_id
 from course.paths import course_root
@@ -125,7 +126,7 @@ def compute_references(
         key = notebook_key(text_path)
         if assignment is not None and text_path.parent.name != assignment:
             continue
-        checks = [c for c in model.CHECKS.values() if c.notebook == key]
+        checks = [c for c in checks_by_name().values() if c.notebook == key]
         if not checks:
             continue
         namespace = solution_namespace(
