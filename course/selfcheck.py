@@ -24,11 +24,11 @@ from pathlib import Path
 import nbformat
 from tqdm import tqdm
 
-from course.authoring.classroom import ScratchCourse
 from course.carry import export, module_name
 from course.grader import autograde
 from course.grader.cells import grade_id_of_test_cell, nbgrader_meta
 from course.grader.nbgrader_ext import check_sections
+from course.grader.scratch import ScratchCourse
 from course.paths import course_root, is_course_directory
 from course.terminal import bar_size, wrapped
 from course.workspace import write_start_page

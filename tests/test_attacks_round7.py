@@ -482,7 +482,7 @@ def collected(tmp_path_factory):
     import shutil
     import subprocess
 
-    from course.authoring.classroom import ScratchCourse
+    from course.grader.scratch import ScratchCourse
 
     course = ScratchCourse(tmp_path_factory.mktemp("round7-exchange") / "course")
     course.register("01_backprop")

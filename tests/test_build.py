@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from course.authoring import build
-from course.authoring.classroom import ScratchCourse
 from course.checks import checks_by_name
 from course.grader import judge, model
 from course.grader.cells import grade_id_of_test_cell, solution_cell_id
+from course.grader.scratch import ScratchCourse
 from course.paths import course_root
 
 ROOT = course_root()

@@ -18,9 +18,10 @@ import pytest
 from course import carry as carry_module
 from course import workspace
 from course.authoring import build
-from course.authoring.classroom import ScratchCourse, fill, mutate, solution_sources
+from course.authoring.classroom import fill, mutate, solution_sources
 from course.carry import CarriedCodeMissing, carry, export, module_name
 from course.grader import autograde
+from course.grader.scratch import ScratchCourse
 from course.paths import course_root, tool_env
 from tests.harness import tree_digest
 

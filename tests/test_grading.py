@@ -20,6 +20,7 @@ from hypothesis.extra import numpy as hnp
 
 from course import grading
 from course.authoring import build
+from course.checks import checks_by_name
 from course.grader import judge, model, probe, references
 from course.grader.judge import _describe_mismatch, judge_one, score
 from course.grader.model import Broken, Check, MissingName, Result, Rule, rule_for
@@ -28,7 +29,7 @@ from course.paths import course_root
 
 FAST = settings(max_examples=30, deadline=None)
 
-model._load_checks()
+checks_by_name()  # model.CHECKS below: every module loaded
 ROOT = course_root()
 BACKPROP = "01_backprop/backprop"
 BACKPROP_CHECKS = sorted(name for name, c in model.CHECKS.items() if c.notebook == BACKPROP)

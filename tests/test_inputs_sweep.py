@@ -46,7 +46,6 @@ SLOW_CHECKS = {
 # costs about as much as all the other cases of its check together: the first few seeds.
 LARGE_SEEDS = int(os.environ.get("SWEEP_LARGE_SEEDS", "10"))
 
-model._load_checks()
 CHECKS = sorted(checks_by_name().values(), key=lambda c: c.name)
 
 

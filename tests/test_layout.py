@@ -1,15 +1,19 @@
 """The package's layout holds: imports go one way, and assignments declare themselves once.
 
-Layers, from the bottom: what learners import in notebooks; the grader core and the
-checks; the nbgrader integration; the class pipeline and authoring; the commands. A module
-imports only from its own layer or below, so a learner-facing module never pulls in the
-grader, and the probe (the one grading module a student's kernel runs) imports nothing
-that only the judge needs.
+Layers, from the bottom: what learners import in notebooks; the probes (what a student's
+kernel runs: the grade cell's entry, the probe machinery and the checks); the grader's
+core (the judge and its references); the nbgrader integration; the class pipeline and the
+learner's own grading; authoring; the commands. A module imports only from its own layer
+or below, at its top or inside a function, and what importing it really loads obeys the
+same order; no module imports, however indirectly, one that imports it back.
 """
 
 import ast
+import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,20 +29,23 @@ LAYERS = [
     {"course", "course.gradcheck", "course.data", "course.plots", "course.training",
      "course.mlp", "course.deepnet", "course.notebook", "course.paths", "course.carry",
      "course.terminal"},
-    # 1: the grader core and the hidden checks.
+    # 1: the probes, all that a grading kernel loads of the course beside layer 0.
     {"course.grading", "course.grader", "course.grader.model", "course.grader.probe",
-     "course.grader.cells", "course.grader.files", "course.grader.sources",
-     "course.grader.judge", "course.grader.references", "course.grader.figures",
      "course.checks", "course.checks.*"},
-    # 2: nbgrader integration.
+    # 2: the grader's core: the judge, its references, the source solutions' runs.
+    {"course.grader.cells", "course.grader.files", "course.grader.sources",
+     "course.grader.judge", "course.grader.references", "course.grader.figures"},
+    # 3: nbgrader integration.
     {"course.grader.nbgrader_ext", "course.grader.sandbox", "course.grader.kernel_client",
      "course.grader.inputs", "course.grader.nbgrader_internals", "course.grader.cluster",
      "course.grader.exchange", "course.grader.sanitize", "course.grader.logsafe"},
-    # 3: the class pipeline and authoring.
+    # 4: the class pipeline, and the learner's own grading in a scratch course.
     {"course.grader.autograde", "course.grader.parallel", "course.grader.recording",
-     "course.authoring", "course.authoring.*"},
-    # 4: the commands.
-    {"course.cli", "course.selfcheck", "course.workspace"},
+     "course.grader.scratch", "course.selfcheck", "course.workspace"},
+    # 5: authoring.
+    {"course.authoring", "course.authoring.*"},
+    # 6: the commands.
+    {"course.cli"},
 ]  # fmt: skip
 
 
@@ -82,6 +89,54 @@ def test_imports_go_down_the_layers(path):
     name = module_name(path)
     upward = sorted(i for i in course_imports(path) if layer_of(i) > layer_of(name))
     assert not upward, f"{name} (layer {layer_of(name)}) imports from above it: {upward}"
+
+
+# Run in a fresh interpreter: each module imported in a child forked before any of `course`.
+LOADS = """
+import json, os, sys
+found = {}
+for name in sys.argv[1:]:
+    read, write = os.pipe()
+    if os.fork() == 0:
+        __import__(name)
+        loaded = sorted(m for m in sys.modules if m.split(".")[0] == "course")
+        os.write(write, json.dumps(loaded).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        found[name] = json.loads(pipe.read() or "null")
+    os.wait()
+print(json.dumps(found))
+"""
+
+
+def test_what_importing_a_module_loads_goes_down_the_layers():
+    """What `import X` really loads, not only X's own import lines: an import of a module
+    that imports upward, or a package that imports its modules, shows here."""
+    names = [module_name(p) for p in MODULES]
+    proc = subprocess.run(
+        [sys.executable, "-c", LOADS, *names], capture_output=True, text=True, check=True
+    )
+    for name, loaded in json.loads(proc.stdout).items():
+        assert loaded is not None, f"importing {name} fails"
+        upward = sorted(m for m in loaded if layer_of(m) > layer_of(name))
+        assert not upward, f"importing {name} (layer {layer_of(name)}) loads {upward}"
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    """No cycle, through imports at the top, inside functions or for types only."""
+    graph = {module_name(p): course_imports(p) - {module_name(p)} for p in MODULES}
+
+    def reached(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for found in graph.get(todo.pop(), set()) - seen:
+                seen.add(found)
+                todo.append(found)
+        return seen
+
+    cyclic = sorted(name for name in graph if name in reached(name))
+    assert not cyclic, f"modules on an import cycle: {cyclic}"
 
 
 def test_the_probe_imports_nothing_the_judge_needs():

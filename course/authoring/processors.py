@@ -72,7 +72,6 @@ def environment(settings: dict) -> dict:
 
 def secret_seeds() -> dict[str, int]:
     """Seeds that are not the public ones (a grading run's kind), the same on every run."""
-    model._load_checks()
     return {name: seed_of(b"processors", name) for name in checks_by_name()}
 
 
@@ -141,7 +140,6 @@ def committed_references() -> dict[str, dict]:
 def scores(kernel: dict, grader: dict) -> tuple[dict[str, tuple[float, float]], list[str]]:
     """({assignment: (points, out of)}, the reports of checks short of full marks): the
     kernel's outputs judged against the grader's references, as `course check` does."""
-    model._load_checks()
     marks: dict[str, tuple[float, float]] = {}
     lost = []
     for name, chk in sorted(checks_by_name().items()):

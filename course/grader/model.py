@@ -7,12 +7,8 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
-
-if TYPE_CHECKING:  # the probe's types; the probe module imports this one
-    from course.grader.probe import Outputs, Student
 
 
 class MissingName(Exception):
@@ -126,8 +122,9 @@ class Check:
     name: str
     notebook: str  # "<assignment>/<notebook stem>", where its reference values live
     points: float
-    # probe(student, rng, outputs): call the student's code, record into `outputs`.
-    probe: Callable[[Student, np.random.Generator, Outputs], None]
+    # probe(student, rng, outputs): call the student's code (a course.grader.probe.Student),
+    # record into `outputs` (a course.grader.probe.Outputs; this module is below that one).
+    probe: Callable[[object, np.random.Generator, dict], None]
     rules: dict[str, Rule]
     # {earlier check: the functions it grades}: code this check runs through, written in an
     # earlier exercise of the same notebook or carried forward from an earlier assignment

@@ -120,7 +120,6 @@ def compute_references(
     seeds: {check name: seed} of a grading run's inputs (course.grader.inputs); None for
     the public seeds of the committed references/. assignment: only its notebooks.
     """
-    model._load_checks()
     result = {}
     for text_path in text_sources(root):
         key = notebook_key(text_path)
