@@ -152,6 +152,15 @@ def test_an_upward_import_inside_a_function_is_caught(tmp_path):
     assert any(layer_of(name) > layer_of("course.plots") for name in imported)
 
 
+def test_a_checks_module_imports_no_other_assignments():
+    """What several assignments share is in course.checks.common: a rule changed for one
+    assignment moves no other's grade, and its kernel loads no other's module."""
+    for m in assignment_modules():
+        others = {o.__name__ for o in assignment_modules()} - {m.__name__}
+        imported = course_imports(Path(m.__file__)) & others
+        assert not imported, f"{m.__name__} imports {sorted(imported)}: move it to common.py"
+
+
 def test_the_index_lists_each_modules_checks():
     """course.checks.INDEX is how a grade cell's kernel imports only its own module: it
     must list exactly the checks each module registers."""
@@ -190,10 +199,9 @@ KERNEL_SIDE = {
 }
 IN_A_GRADING_KERNEL = {
     "softmax_numerics": KERNEL_SIDE | {"course.checks.linear"},
-    "batchnorm_forward": KERNEL_SIDE | {"course.checks.linear", "course.checks.multilayer",
-                                        "course.checks.normalisation", "course.training"},
-    "finished_net": KERNEL_SIDE | {"course.checks.linear", "course.checks.multilayer",
-                                   "course.checks.normalisation", "course.training"},
+    "batchnorm_forward": KERNEL_SIDE | {"course.checks.normalisation", "course.training"},
+    "finished_net": KERNEL_SIDE | {"course.checks.normalisation", "course.checks.multilayer",
+                                   "course.training"},
 }  # fmt: skip
 
 

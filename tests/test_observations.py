@@ -127,17 +127,9 @@ def test_a_conclusion_sent_in_place_of_an_observation_earns_nothing(name):
         assert judged(name, outputs) == 0.0, f"{name}: {forged!r} everywhere earns points"
 
 
-# Which check modules each assignment's probes run (its own, and what it imports).
-PROBE_MODULES = {
-    "01_backprop": ["course.checks.backprop"],
-    "02_linear": ["course.checks.linear"],
-    "03_multilayer": ["course.checks.multilayer", "course.checks.linear"],
-    "04_optimisers": ["course.checks.optimisers", "course.checks.multilayer"],
-    "05_normalisation": ["course.checks.normalisation", "course.checks.multilayer"],
-    "06_convolution": ["course.checks.convolution"],
-    "07_recurrent": ["course.checks.recurrent"],
-    "08_attention": ["course.checks.attention"],
-}
+# Which check modules each assignment's probes run: its own (they import no other's;
+# tests/test_layout.py).
+PROBE_MODULES = {m.ASSIGNMENT.id: [m.__name__] for m in course.checks.assignment_modules()}
 
 
 def probe_helpers(assignment: str) -> list[tuple[object, str]]:
