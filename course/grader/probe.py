@@ -229,7 +229,8 @@ def within_budget(compute: Callable[[], object], seconds: float, memory: int):
     every thread's time) and `memory` more bytes of address space than it has now. Past
     the time, OverBudget is raised into the main thread (again every 50 ms, should it be
     swallowed) and into any thread started meanwhile with `threading` (at its next call);
-    past the memory, NumPy raises MemoryError. Without a main thread to signal, or in the
+    past the memory, NumPy raises MemoryError; a compute() that switched the timer off
+    and ran past the time is OverBudget when it returns. Without a main thread to signal, or in the
     grader's own process (trusted), compute() runs as it is: the cell's timeout, outside
     the kernel, still bounds it."""
     if (
@@ -272,7 +273,12 @@ def within_budget(compute: Callable[[], object], seconds: float, memory: int):
         deadline = time.process_time() + seconds
         threading.settrace(stop_threads)
         signal.setitimer(signal.ITIMER_PROF, max(seconds, 1e-3), 0.05)
-        return compute()
+        result = compute()
+        # The timer is the student's to switch off (signal.setitimer is theirs to call):
+        # the clock read after they return is not.
+        if time.process_time() > deadline:
+            raise OverBudget()
+        return result
     finally:
         while True:  # a timer firing during the clean-up must not cut it short
             try:
