@@ -17,9 +17,9 @@ learners' copies use them):
 The rest serves instructors and the course itself:
 - `course.grader`: the trusted grading machinery (data model, probe, judge, references,
   secret inputs, feedback figures, nbgrader extensions and internals, sandbox,
-  `course grade`'s pipeline).
-- `course.checks`: the hidden checks, one module per assignment.
-- `course.authoring`: build, references, scratch courses, the demo and the benchmarks.
+  `course grade`'s pipeline, scratch courses).
+- `course.checks`: the hidden checks, one module per assignment, and their registry.
+- `course.authoring`: build, references, the demo and the benchmarks.
 - `course.cli`, `course.selfcheck`, `course.workspace`: the `course` command and `make lab`.
 """
 

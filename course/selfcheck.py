@@ -24,11 +24,11 @@ from pathlib import Path
 import nbformat
 from tqdm import tqdm
 
-from course.authoring.classroom import ScratchCourse
 from course.carry import export, module_name
 from course.grader import autograde
 from course.grader.cells import grade_id_of_test_cell, nbgrader_meta
 from course.grader.nbgrader_ext import check_sections
+from course.grader.scratch import ScratchCourse
 from course.paths import course_root, is_course_directory
 from course.terminal import bar_size, wrapped
 from course.workspace import write_start_page
@@ -189,6 +189,24 @@ def check(notebook: Path, sandboxed: bool = True) -> int:
     return 0 if all(e.passed for e in results) and not status.problems else 1
 
 
+def _validated(validator, notebook: Path, tries: int = 3) -> dict:
+    """validator.validate(notebook), started again when its kernel could not bind a port:
+    jupyter_client picks free TCP ports and binds them a moment later, and another process
+    (a second Validate, a grading run) can take one in between. Validate writes nothing, so
+    running it again loses nothing."""
+    import errno
+
+    import zmq
+
+    for attempt in range(tries):
+        try:
+            return validator.validate(str(notebook))
+        except zmq.error.ZMQError as exc:
+            if exc.errno != errno.EADDRINUSE or attempt == tries - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
 def validate(notebook: Path, out=None) -> int:
     """`course validate <notebook>`: nbgrader's Validate, as the lab's button runs it.
 
@@ -200,7 +218,7 @@ def validate(notebook: Path, out=None) -> int:
 
     out = out or sys.stdout
     notebook = found_notebook(notebook)
-    results = Validator(config=validate_settings(course_root())).validate(str(notebook))
+    results = _validated(Validator(config=validate_settings(course_root())), notebook)
     if results.get("type_changed"):
         print(f"{notebook.name}: a cell's type was changed; restore it:", file=out)
         for cell in results["type_changed"]:

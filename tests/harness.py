@@ -17,13 +17,8 @@ from pathlib import Path
 
 import nbformat
 
-from course.authoring.classroom import (
-    ScratchCourse,
-    carried_modules,
-    fill,
-    mutate,
-    solution_sources,
-)
+from course.authoring.classroom import carried_modules, fill, mutate, solution_sources
+from course.grader.scratch import ScratchCourse
 from course.paths import tool_env
 
 # A folder that every xdist worker of this test session shares (set by tests/conftest.py);

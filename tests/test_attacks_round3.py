@@ -23,7 +23,8 @@ PGPASSWORD, HUB_TOKEN = "fake-pg-password-r3", "fake-hub-token-r3"
 # then rewrites every recorded output through `_mut` before displaying it.
 FAKE_CHECK = r"""
 import course.grader.probe as _P
-from course.grader.model import encode as _enc, get_check as _gc
+from course.checks import get_check as _gc
+from course.grader.model import encode as _enc
 from IPython.display import display as _disp
 MUTATION
 def _fake(name, ns):

@@ -341,8 +341,9 @@ def points_over_seeds(assignment, notebook, check_name, answers, seeds) -> list[
     the same seed, both through the JSON the kernel would send."""
     import json
 
+    from course.checks import get_check
     from course.grader.judge import verdict
-    from course.grader.model import decode, encode, get_check
+    from course.grader.model import decode, encode
     from course.grader.probe import probe
     from course.grader.sources import solution_namespace
 
@@ -427,7 +428,8 @@ def test_a_huge_loss_curve_does_not_stop_the_grading_of_the_whole_class():
 
     from nbformat.v4 import new_code_cell, new_output
 
-    from course.grader.model import encode, get_check
+    from course.checks import get_check
+    from course.grader.model import encode
     from course.grader.nbgrader_ext import judge_cell
     from course.grader.probe import PROBE_MIME, probe
     from course.grader.sources import solution_namespace
@@ -480,7 +482,7 @@ def collected(tmp_path_factory):
     import shutil
     import subprocess
 
-    from course.authoring.classroom import ScratchCourse
+    from course.grader.scratch import ScratchCourse
 
     course = ScratchCourse(tmp_path_factory.mktemp("round7-exchange") / "course")
     course.register("01_backprop")

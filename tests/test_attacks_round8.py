@@ -12,8 +12,9 @@ import pytest
 
 from course.authoring.build import notebook_from_text
 from course.authoring.classroom import solution_sources
+from course.checks import get_check
 from course.grader.judge import verdict
-from course.grader.model import encode, get_check
+from course.grader.model import encode
 from course.grader.probe import probe
 from course.grader.sources import solution_namespace
 from course.paths import course_root
@@ -220,6 +221,7 @@ def speed_cell_graded(answers: dict[str, str], monkeypatch) -> tuple[float, floa
     import numpy as np
     from nbformat.v4 import new_code_cell, new_output
 
+    from course import grading
     from course.grader import probe as probe_module
     from course.grader.nbgrader_ext import judge_cell
 
@@ -229,10 +231,10 @@ def speed_cell_graded(answers: dict[str, str], monkeypatch) -> tuple[float, floa
         namespace = solution_namespace(
             source_notebook("06_convolution", "convolution"), "variant", answers
         )
-        kernel_payload = probe_module.payload(name, namespace)  # `course check`: loops here
+        kernel_payload = grading.payload(name, namespace)  # `course check`: loops here
         monkeypatch.setitem(probe_module._SEEDS, name, get_check(name).seed())
         started = time.monotonic()
-        graded_payload = probe_module.payload(name, namespace, get_check(name).seed())
+        graded_payload = grading.payload(name, namespace, get_check(name).seed())
         seconds = time.monotonic() - started
     finally:
         np.pad = pad  # the attack patched this process's NumPy
@@ -269,7 +271,8 @@ def test_06_speed_a_forged_time_from_the_kernel_is_not_read():
 
     from course.checks.convolution import SPEED_LABEL
     from course.grader.nbgrader_ext import judge_cell
-    from course.grader.probe import PROBE_MIME, payload
+    from course.grader.probe import PROBE_MIME
+    from course.grading import payload
 
     namespace = solution_namespace(source_notebook("06_convolution", "convolution"), "v", {})
     found = payload("conv_fast_speed", namespace)

@@ -20,7 +20,8 @@ import nbformat
 import pytest
 
 from course import workspace
-from course.authoring.classroom import ScratchCourse, fill, mutate, solution_sources
+from course.authoring.classroom import fill, mutate, solution_sources
+from course.grader.scratch import ScratchCourse
 from course.paths import course_root
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from course.authoring import build
-from course.authoring.classroom import ScratchCourse
+from course.checks import checks_by_name
 from course.grader import judge, model
 from course.grader.cells import grade_id_of_test_cell, solution_cell_id
+from course.grader.scratch import ScratchCourse
 from course.paths import course_root
 
 ROOT = course_root()
@@ -52,7 +53,7 @@ def fresh_references() -> dict:
 @pytest.mark.xdist_group("build")
 def test_references_are_what_the_solutions_compute():
     fresh = copy.deepcopy(fresh_references())
-    checks = model.checks_by_name()
+    checks = checks_by_name()
     for key, refs in fresh.items():
         stored = json.loads((ROOT / "references" / f"{key}.json").read_text())
         assert sorted(stored) == sorted(refs), f"{key}: checks differ: run `make release`"

@@ -4,7 +4,8 @@ function first, and drops its own hints, which would blame this exercise's code.
 
 import pytest
 
-from course.grader.model import functions_of, get_check
+from course.checks import get_check
+from course.grader.model import functions_of
 from tests import variants_backprop, variants_multilayer
 from tests.test_mutants import max_scores, reports_in_process
 from tests.variant_kinds import Alternate, Mutant

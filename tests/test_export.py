@@ -18,9 +18,10 @@ import pytest
 from course import carry as carry_module
 from course import workspace
 from course.authoring import build
-from course.authoring.classroom import ScratchCourse, fill, mutate, solution_sources
+from course.authoring.classroom import fill, mutate, solution_sources
 from course.carry import CarriedCodeMissing, carry, export, module_name
 from course.grader import autograde
+from course.grader.scratch import ScratchCourse
 from course.paths import course_root, tool_env
 from tests.harness import tree_digest
 
@@ -370,7 +371,8 @@ def test_course_check_exports_and_names_the_earlier_bug(tmp_path):
 def fcn_payload(affine_backward=None) -> dict:
     """What 04's fully_connected_net grade cell emits, probed in this process on the
     solutions, with `affine_backward` (carried from 03) replaced."""
-    from course.grader.model import encode, get_check
+    from course.checks import get_check
+    from course.grader.model import encode
     from course.grader.probe import probe
 
     namespace = build.solution_namespace(read(ROOT / "source" / A04 / "optimisers.ipynb"), A04)

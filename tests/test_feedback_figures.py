@@ -5,6 +5,7 @@ import nbformat
 import numpy as np
 import pytest
 
+from course.checks import get_check
 from course.grader import judge, model, probe, references
 from course.grader.figures import pictures
 from course.grader.model import Check, Result, Rule
@@ -57,7 +58,7 @@ def test_no_picture_of_a_stated_error_nor_of_values_that_are_not_numbers():
 
 
 def test_a_judged_training_cell_embeds_the_curve_that_left_its_band():
-    chk = model.get_check("mlp_training")
+    chk = get_check("mlp_training")
     reference = references.load_reference(chk)
     got = {k: v * 1.01 if k.startswith("loss") else v for k, v in reference.items()}
     payload = {

@@ -18,7 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from course import grading
 from course.authoring import build
+from course.checks import checks_by_name
 from course.grader import judge, model, probe, references
 from course.grader.judge import _describe_mismatch, judge_one, score
 from course.grader.model import Broken, Check, MissingName, Result, Rule, rule_for
@@ -27,7 +29,7 @@ from course.paths import course_root
 
 FAST = settings(max_examples=30, deadline=None)
 
-model._load_checks()
+checks_by_name()  # model.CHECKS below: every module loaded
 ROOT = course_root()
 BACKPROP = "01_backprop/backprop"
 BACKPROP_CHECKS = sorted(name for name, c in model.CHECKS.items() if c.notebook == BACKPROP)
@@ -714,7 +716,7 @@ class GradeCell:
 
         shown = []
         monkeypatch.setattr(IPython.display, "display", lambda *objs, **kw: shown.extend(objs))
-        self.in_kernel = probe.check(name, namespace)
+        self.in_kernel = grading.check(name, namespace)
         self.displayed = [obj for obj in shown if isinstance(obj, dict)]
         assert len(self.displayed) == 1, "one display per grade cell"
         payload = self.displayed[0][probe.PROBE_MIME]

@@ -21,7 +21,7 @@ import os
 import numpy as np
 import pytest
 
-from course.checks import common
+from course.checks import checks_by_name, common
 from course.grader import judge, model, probe
 from course.grader.sources import (
     notebook_from_text,
@@ -46,8 +46,7 @@ SLOW_CHECKS = {
 # costs about as much as all the other cases of its check together: the first few seeds.
 LARGE_SEEDS = int(os.environ.get("SWEEP_LARGE_SEEDS", "10"))
 
-model._load_checks()
-CHECKS = sorted(model.checks_by_name().values(), key=lambda c: c.name)
+CHECKS = sorted(checks_by_name().values(), key=lambda c: c.name)
 
 
 TEXTS = {notebook_key(text): text for text in text_sources(course_root())}

@@ -1,20 +1,24 @@
 """The package's layout holds: imports go one way, and assignments declare themselves once.
 
-Layers, from the bottom: what learners import in notebooks; the grader core and the
-checks; the nbgrader integration; the class pipeline and authoring; the commands. A module
-imports only from its own layer or below, so a learner-facing module never pulls in the
-grader, and the probe (the one grading module a student's kernel runs) imports nothing
-that only the judge needs.
+Layers, from the bottom: what learners import in notebooks; the probes (what a student's
+kernel runs: the grade cell's entry, the probe machinery and the checks); the grader's
+core (the judge and its references); the nbgrader integration; the class pipeline and the
+learner's own grading; authoring; the commands. A module imports only from its own layer
+or below, at its top or inside a function, and what importing it really loads obeys the
+same order; no module imports, however indirectly, one that imports it back.
 """
 
 import ast
+import json
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from course.checks import assignments
+from course.checks import assignment_modules, assignments, checks_by_name
 
 REPO = Path(__file__).resolve().parent.parent  # this checkout, whatever $COURSE_ROOT says
 PACKAGE = REPO / "course"
@@ -25,20 +29,23 @@ LAYERS = [
     {"course", "course.gradcheck", "course.data", "course.plots", "course.training",
      "course.mlp", "course.deepnet", "course.notebook", "course.paths", "course.carry",
      "course.terminal", "course.landscape"},
-    # 1: the grader core and the hidden checks.
+    # 1: the probes, all that a grading kernel loads of the course beside layer 0.
     {"course.grading", "course.grader", "course.grader.model", "course.grader.probe",
-     "course.grader.cells", "course.grader.files", "course.grader.sources",
-     "course.grader.judge", "course.grader.references", "course.grader.figures",
      "course.checks", "course.checks.*"},
-    # 2: nbgrader integration.
+    # 2: the grader's core: the judge, its references, the source solutions' runs.
+    {"course.grader.cells", "course.grader.files", "course.grader.sources",
+     "course.grader.judge", "course.grader.references", "course.grader.figures"},
+    # 3: nbgrader integration.
     {"course.grader.nbgrader_ext", "course.grader.sandbox", "course.grader.kernel_client",
      "course.grader.inputs", "course.grader.nbgrader_internals", "course.grader.cluster",
      "course.grader.exchange", "course.grader.sanitize", "course.grader.logsafe"},
-    # 3: the class pipeline and authoring.
+    # 4: the class pipeline, and the learner's own grading in a scratch course.
     {"course.grader.autograde", "course.grader.parallel", "course.grader.recording",
-     "course.authoring", "course.authoring.*"},
-    # 4: the commands.
-    {"course.cli", "course.selfcheck", "course.workspace"},
+     "course.grader.scratch", "course.selfcheck", "course.workspace"},
+    # 5: authoring.
+    {"course.authoring", "course.authoring.*"},
+    # 6: the commands.
+    {"course.cli"},
 ]  # fmt: skip
 
 
@@ -84,6 +91,54 @@ def test_imports_go_down_the_layers(path):
     assert not upward, f"{name} (layer {layer_of(name)}) imports from above it: {upward}"
 
 
+# Run in a fresh interpreter: each module imported in a child forked before any of `course`.
+LOADS = """
+import json, os, sys
+found = {}
+for name in sys.argv[1:]:
+    read, write = os.pipe()
+    if os.fork() == 0:
+        __import__(name)
+        loaded = sorted(m for m in sys.modules if m.split(".")[0] == "course")
+        os.write(write, json.dumps(loaded).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        found[name] = json.loads(pipe.read() or "null")
+    os.wait()
+print(json.dumps(found))
+"""
+
+
+def test_what_importing_a_module_loads_goes_down_the_layers():
+    """What `import X` really loads, not only X's own import lines: an import of a module
+    that imports upward, or a package that imports its modules, shows here."""
+    names = [module_name(p) for p in MODULES]
+    proc = subprocess.run(
+        [sys.executable, "-c", LOADS, *names], capture_output=True, text=True, check=True
+    )
+    for name, loaded in json.loads(proc.stdout).items():
+        assert loaded is not None, f"importing {name} fails"
+        upward = sorted(m for m in loaded if layer_of(m) > layer_of(name))
+        assert not upward, f"importing {name} (layer {layer_of(name)}) loads {upward}"
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    """No cycle, through imports at the top, inside functions or for types only."""
+    graph = {module_name(p): course_imports(p) - {module_name(p)} for p in MODULES}
+
+    def reached(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for found in graph.get(todo.pop(), set()) - seen:
+                seen.add(found)
+                todo.append(found)
+        return seen
+
+    cyclic = sorted(name for name in graph if name in reached(name))
+    assert not cyclic, f"modules on an import cycle: {cyclic}"
+
+
 def test_the_probe_imports_nothing_the_judge_needs():
     imported = course_imports(PACKAGE / "grader" / "probe.py")
     assert imported <= {"course.grader", "course.grader.model"}, imported
@@ -95,6 +150,80 @@ def test_an_upward_import_inside_a_function_is_caught(tmp_path):
     imported = course_imports(learner)
     assert "course.grader.judge" in imported
     assert any(layer_of(name) > layer_of("course.plots") for name in imported)
+
+
+def test_a_checks_module_imports_no_other_assignments():
+    """What several assignments share is in course.checks.common: a rule changed for one
+    assignment moves no other's grade, and its kernel loads no other's module."""
+    for m in assignment_modules():
+        others = {o.__name__ for o in assignment_modules()} - {m.__name__}
+        imported = course_imports(Path(m.__file__)) & others
+        assert not imported, f"{m.__name__} imports {sorted(imported)}: move it to common.py"
+
+
+def test_the_index_lists_each_modules_checks():
+    """course.checks.INDEX is how a grade cell's kernel imports only its own module: it
+    must list exactly the checks each module registers."""
+    import course.checks
+    from course.grader import model
+
+    checks_by_name()
+    registered = {}
+    for m in assignment_modules():
+        module = m.__name__.rsplit(".", 1)[1]
+        registered[module] = [
+            c.name for c in model.CHECKS.values() if c.notebook == m.ASSIGNMENT.key
+        ]
+    index = {module: list(names) for module, names in course.checks.INDEX.items()}
+    for module, names in registered.items():
+        assert index.get(module) == names, (
+            f"course/checks/__init__.py: INDEX[{module!r}] should be {tuple(names)}"
+        )
+    assert set(index) == set(registered), (
+        f"INDEX names no module {sorted(set(index) - set(registered))}"
+    )
+
+
+# What a grading kernel holds of `course` after a grade cell: the probe machinery, the
+# learner library its probes call, and the checks modules of the checks it probes (its own
+# assignment's; an earlier assignment's that it carries: finished_net runs 03's layers).
+KERNEL_SIDE = {
+    "course",
+    "course.grading",
+    "course.grader",
+    "course.grader.model",
+    "course.grader.probe",
+    "course.checks",
+    "course.checks.common",
+    "course.gradcheck",
+}
+IN_A_GRADING_KERNEL = {
+    "softmax_numerics": KERNEL_SIDE | {"course.checks.linear"},
+    "batchnorm_forward": KERNEL_SIDE | {"course.checks.normalisation", "course.training"},
+    "finished_net": KERNEL_SIDE | {"course.checks.normalisation", "course.checks.multilayer",
+                                   "course.training"},
+}  # fmt: skip
+
+
+def test_a_grading_kernel_loads_only_its_own_checks():
+    """A real kernel, started as grading starts it, runs grade cells (with the grader's seed
+    line): it loads no other assignment's checks, nothing of the judge and no authoring."""
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from course.grader.inputs import seed_line
+    from course.grader.kernel_client import PromptNotebookClient
+
+    show = "import sys; print(sorted(m for m in sys.modules if m.split('.')[0] == 'course'))"
+    for name, expected in IN_A_GRADING_KERNEL.items():
+        grade_cell = f'from course.grading import check\n\ncheck("{name}", globals())'
+        cell = f"{seed_line(name, 12345)}\n{grade_cell}"
+        nb = new_notebook(cells=[new_code_cell(cell), new_code_cell(show)])
+        PromptNotebookClient(nb, kernel_name="python3", timeout=600).execute()
+        assert "application/vnd.everything-leaks.probe+json" in nb.cells[0].outputs[0]["data"]
+        loaded = set(ast.literal_eval(nb.cells[1].outputs[0]["text"]))
+        assert loaded == expected, (
+            f"{name}: extra {sorted(loaded - expected)}, missing {sorted(expected - loaded)}"
+        )
 
 
 def test_the_readme_table_is_the_declared_assignments():

@@ -80,7 +80,7 @@ def cells_run_by_check(module) -> dict[str, frozenset[str]]:
     import sys
     import threading
 
-    from course.grader.model import get_check
+    from course.checks import get_check
     from course.grader.probe import probe
     from course.grader.sources import solution_namespace
 
@@ -161,7 +161,7 @@ def reports_in_process(module, variant) -> dict[str, tuple[float, str]]:
     """{grade id: (points, report)}, judged as `in_process` does, with the report's words."""
     from course.authoring.build import solution_namespace
     from course.grader.judge import verdict
-    from course.grader.probe import payload
+    from course.grading import payload
 
     nb = source_notebook(module.ASSIGNMENT, module.NOTEBOOK)
     namespace = solution_namespace(nb, "variant", answers_of(module, variant))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from course.authoring.classroom import ScratchCourse
+from course.grader.scratch import ScratchCourse
 from course.paths import tool_env
 from tests import variant_kinds
 

@@ -25,6 +25,7 @@ import pytest
 import course
 from course.authoring.build import notebook_from_text, solution_namespace
 from course.authoring.classroom import solution_sources
+from course.checks import checks_by_name
 from course.grader import model, probe
 from course.grader.judge import verdict
 from course.paths import course_root
@@ -50,7 +51,7 @@ MODULES = [
     variants_recurrent,
     variants_attention,
 ]
-ALL_CHECKS = sorted(model.checks_by_name())
+ALL_CHECKS = sorted(checks_by_name())
 
 
 @functools.cache
@@ -85,7 +86,7 @@ def judged(name: str, outputs: dict) -> float:
 
 def checks_of(module) -> list[str]:
     return sorted(
-        n for n, c in model.checks_by_name().items() if c.notebook.startswith(module.ASSIGNMENT)
+        n for n, c in checks_by_name().items() if c.notebook.startswith(module.ASSIGNMENT)
     )
 
 
@@ -126,17 +127,9 @@ def test_a_conclusion_sent_in_place_of_an_observation_earns_nothing(name):
         assert judged(name, outputs) == 0.0, f"{name}: {forged!r} everywhere earns points"
 
 
-# Which check modules each assignment's probes run (its own, and what it imports).
-PROBE_MODULES = {
-    "01_backprop": ["course.checks.backprop"],
-    "02_linear": ["course.checks.linear"],
-    "03_multilayer": ["course.checks.multilayer", "course.checks.linear"],
-    "04_optimisers": ["course.checks.optimisers", "course.checks.multilayer"],
-    "05_normalisation": ["course.checks.normalisation", "course.checks.multilayer"],
-    "06_convolution": ["course.checks.convolution"],
-    "07_recurrent": ["course.checks.recurrent"],
-    "08_attention": ["course.checks.attention"],
-}
+# Which check modules each assignment's probes run: its own (they import no other's;
+# tests/test_layout.py).
+PROBE_MODULES = {m.ASSIGNMENT.id: [m.__name__] for m in course.checks.assignment_modules()}
 
 
 def probe_helpers(assignment: str) -> list[tuple[object, str]]:

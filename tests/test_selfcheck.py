@@ -10,7 +10,8 @@ import nbformat
 import pytest
 
 from course import workspace
-from course.authoring.classroom import ScratchCourse, fill, mutate, solution_sources
+from course.authoring.classroom import fill, mutate, solution_sources
+from course.grader.scratch import ScratchCourse
 from course.paths import course_root, tool_env
 from tests.harness import released_points
 
@@ -384,3 +385,33 @@ def test_validate_passes_the_other_solved_notebooks(course, assignment, name):
     solved = learner_copy(course, assignment, name, "solved", solutions)
     proc = validate(course, solved)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_validate_starts_again_when_its_kernel_could_not_bind_a_port(tmp_path):
+    """A port taken between jupyter_client's pick and its bind (a second Validate, a grading
+    run beside it) failed the learner's Validate; it is started again, other errors are not."""
+    import errno
+
+    import zmq
+
+    from course.selfcheck import _validated
+
+    class Flaky:
+        calls = 0
+
+        def validate(self, path):
+            self.calls += 1
+            if self.calls == 1:
+                raise zmq.error.ZMQError(errno.EADDRINUSE)
+            return {"ok": path}
+
+    flaky = Flaky()
+    assert _validated(flaky, tmp_path / "a.ipynb") == {"ok": str(tmp_path / "a.ipynb")}
+    assert flaky.calls == 2
+
+    class Broken:
+        def validate(self, path):
+            raise zmq.error.ZMQError(errno.EACCES)
+
+    with pytest.raises(zmq.error.ZMQError):
+        _validated(Broken(), tmp_path / "a.ipynb")

@@ -1,1 +1,2 @@
-"""Authoring the course: build, references, scratch courses, the demo and the benchmarks."""
+"""Authoring the course: build, references, filled and mutated notebooks, the demo and the
+benchmarks."""

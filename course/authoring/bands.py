@@ -128,7 +128,7 @@ def traced(check, nb, namespace, seed) -> tuple[dict, frozenset[str]]:
 
 
 def measure(entry: str, seeds: int = SEEDS) -> Row:
-    from course.grader.model import get_check
+    from course.checks import get_check
     from course.grader.probe import probe
     from course.grader.sources import solution_namespace
 

@@ -24,8 +24,9 @@ from pathlib import Path
 import nbformat
 
 from course.authoring import build
-from course.authoring.classroom import ScratchCourse, carried_modules, fill, solution_sources
+from course.authoring.classroom import carried_modules, fill, solution_sources
 from course.grader.kernel_client import PromptNotebookClient, TimedNotebookClient
+from course.grader.scratch import ScratchCourse
 from course.paths import course_root
 
 BATCH = 4

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 
 from course.carry import module_name
+from course.checks import checks_by_name, get_check
 from course.grader import judge, model
+from course.grader.autograde import nbgrader
 from course.grader.cells import grade_id_of_test_cell, nbgrader_meta
 from course.grader.sources import (  # noqa: F401 (build's public names, defined there)
     GENERATED_NOTE,
@@ -35,7 +35,6 @@ from course.grader.sources import (  # noqa: F401 (build's public names, defined
     solution_namespace,
     text_sources,
 )
-from course.paths import tool_env
 
 
 def write_notebook(nb: nbformat.NotebookNode, path: Path) -> None:
@@ -48,11 +47,7 @@ def validate_grade_cells(nb: nbformat.NotebookNode, key: str) -> None:
         if grade_id_of_test_cell(cell) is None:
             continue
         meta = nbgrader_meta(cell)
-        chk = (
-            model.get_check(meta["grade_id"])
-            if f'check("{meta["grade_id"]}"' in cell.source
-            else None
-        )
+        chk = get_check(meta["grade_id"]) if f'check("{meta["grade_id"]}"' in cell.source else None
         if chk is None:
             raise ValueError(f"{key}: grade cell {meta['grade_id']!r} runs no check of that name")
         if float(meta["points"]) != float(chk.points):
@@ -72,28 +67,6 @@ def build_sources(root: Path) -> list[Path]:
         write_notebook(nb, notebook_path(text_path))
         written.append(notebook_path(text_path))
     return written
-
-
-def nbgrader(
-    root: Path, *args: str, check: bool = True, env: dict | None = None
-) -> subprocess.CompletedProcess:
-    """Run an nbgrader command in `root` (a course directory, or a student's home for
-    fetch and submit), output captured: the one way the package runs nbgrader's CLI.
-
-    check: raise RuntimeError, with nbgrader's output, if the command fails.
-    """
-    proc = subprocess.run(
-        # `python -m nbgrader`, after `import course`: without the 1.5 s of CPU that an IRI
-        # grammar nbformat never uses costs each process at import (course/__init__.py).
-        [sys.executable, "-c", "import course, nbgrader.apps.nbgraderapp as a; a.main()", *args],
-        cwd=root,
-        env=env or tool_env(),
-        capture_output=True,
-        text=True,
-    )
-    if check and proc.returncode != 0:
-        raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
-    return proc
 
 
 def build_release(root: Path) -> None:
@@ -117,7 +90,7 @@ def write_references(root: Path, references: dict[str, dict]) -> None:
     """Write references/, keeping each stored value that the judge cannot tell from the fresh
     one: another processor rounds the last bits differently, and a rebuild there must not
     rewrite every file (nor a "below" value that is noise by construction)."""
-    checks = model.checks_by_name()
+    checks = checks_by_name()
     for key, refs in references.items():
         path = root / "references" / f"{key}.json"
         stored = json.loads(path.read_text()) if path.exists() else {}

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import nbformat
 
-from course.authoring.build import nbgrader as run_nbgrader
-from course.authoring.classroom import ScratchCourse, fill, mutate, solution_sources
+from course.authoring.classroom import fill, mutate, solution_sources
 from course.grader import autograde
+from course.grader.autograde import nbgrader as run_nbgrader
+from course.grader.scratch import ScratchCourse
 from course.paths import course_root
 from course.terminal import wrapped
 

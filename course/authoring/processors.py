@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 
+from course.checks import checks_by_name
 from course.grader import judge, model
 from course.grader.inputs import seed_of
 from course.paths import course_root
@@ -71,8 +72,7 @@ def environment(settings: dict) -> dict:
 
 def secret_seeds() -> dict[str, int]:
     """Seeds that are not the public ones (a grading run's kind), the same on every run."""
-    model._load_checks()
-    return {name: seed_of(b"processors", name) for name in model.CHECKS}
+    return {name: seed_of(b"processors", name) for name in checks_by_name()}
 
 
 def outputs_in(settings: dict, seeds: dict[str, int] | None) -> tuple[dict, str]:
@@ -140,10 +140,9 @@ def committed_references() -> dict[str, dict]:
 def scores(kernel: dict, grader: dict) -> tuple[dict[str, tuple[float, float]], list[str]]:
     """({assignment: (points, out of)}, the reports of checks short of full marks): the
     kernel's outputs judged against the grader's references, as `course check` does."""
-    model._load_checks()
     marks: dict[str, tuple[float, float]] = {}
     lost = []
-    for name, chk in sorted(model.CHECKS.items()):
+    for name, chk in sorted(checks_by_name().items()):
         outputs = {k: judge.observation(model.decode(v)) for k, v in kernel[name].items()}
         reference = {k: model.decode(v) for k, v in grader[name].items()}
         results = judge.judge(chk, outputs, reference)

@@ -464,3 +464,88 @@ def with_large(rules: dict[str, Rule], gradients, prefix: str = "large") -> dict
     changed = {k: dataclasses.replace(r, requires_every=(*r.requires_every, prefix))
                for k, r in rules.items() if k in gradients}  # fmt: skip
     return {**rules, **changed, prefix: LARGE_RULE}
+
+
+# ---------------------------------------------------------------- shared by several assignments
+# Each assignment's checks module imports only this one of the checks: a rule changed for
+# one assignment never moves another's grade, and a grading kernel loads only its own.
+
+
+def row_scales(rng, N: int) -> np.ndarray:
+    """(N, 1) factors from 0.02 to 2, shuffled: rows' score ranges differ by 100x, so one
+    maximum for the whole batch underflows the smaller rows."""
+    return np.geomspace(0.02, 2.0, N)[rng.permutation(N), None]
+
+
+def large_scores(rng, N: int, C: int) -> np.ndarray:
+    """(N, C) scores up to about 1e3, rows of very different ranges."""
+    return 600.0 * rng.standard_normal((N, C)) * row_scales(rng, N)
+
+
+def moments(W) -> np.ndarray:
+    """(mean, std, then the shape) of one weight matrix: an observation, judged by
+    drawn_with in the grader."""
+    W = np.asarray(W, dtype=np.float64)
+    return np.array([W.mean(), W.std(), *W.shape], dtype=np.float64)
+
+
+SIGMAS = 6.0
+
+
+def drawn_with(scale: float, sigmas: float = SIGMAS):
+    """measure: one weight matrix's (mean, std, shape) against N(0, scale**2), within
+    `sigmas` of each statistic's sampling spread for its n entries: the std's ratio to
+    scale within sigmas / sqrt(2n), the mean within sigmas * scale / sqrt(n). Judged per
+    matrix, never pooled, so a matrix at another scale does not hide among the others'
+    draws. The shape must be the reference run's (drawn from the seed)."""
+
+    def measure(got, want):
+        got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+        if got.shape != want.shape or not np.array_equal(got[2:], want[2:]):
+            return "the weight matrix does not have the expected shape"
+        mean, std, n = got[0], got[1], float(np.prod(got[2:]))
+        if abs(std / scale - 1) < sigmas / np.sqrt(2 * n) and abs(mean) < sigmas * scale / np.sqrt(
+            n
+        ):
+            return True
+        return (
+            "weights are not drawn from N(0, weight_scale**2) (the sample's mean or "
+            "standard deviation is far off)"
+        )
+
+    return measure
+
+
+INPUTS_RULE = Rule(
+    "X, y and the parameters after loss(X, y),",
+    kind="true",
+    measure=left_as_given,  # bit for bit, against the same process's snapshot
+    hint="loss changed X, y or self.params in place (an in-place update, or a layer "
+    "writing into an array it was given or cached): work on new arrays.",
+)
+
+
+def record_network_loss(out, label: str, build, params: dict, X, y) -> None:
+    """Record a network's loss, each gradient, its own loss at each parameter nudged by
+    +-h (the grader compares the centred differences with the gradients), and X, y and
+    the network's parameters after the call, raw (the grader wants them unchanged); see
+    network_loss_observed."""
+    names = list(params)
+
+    def compute():
+        loss, grads, left, observed = network_loss_observed(build, params, X, y, names)
+        return [np.asarray(loss, dtype=np.float64)] + [grads[n] for n in names] + [observed, left]
+
+    keys = [f"loss:{label}"] + [f"grad:{n}, {label}" for n in names] + [f"selfcheck:{label}"]
+    keys.append(f"inputs:{label}")
+    out.record(keys, compute)
+
+
+# The functions carried from 03 that a network of 05 or 06 runs through (course.carry): a
+# failure they cause is named by their own checks.
+CARRIED_03 = {
+    "affine_forward": "affine_forward",
+    "affine_backward": "affine_backward",
+    "relu": "relu_forward or relu_backward",
+    "softmax_loss": "softmax_loss",
+}

@@ -18,17 +18,18 @@ import numpy as np
 
 from course.checks.common import (
     BY_HAND_RULE,
+    CARRIED_03,
     WRONG_VALUE_CAP,
     away_from_zero,
     centred_error,
     clear_of_kinks,
+    drawn_with,
+    moments,
     nudged_observation,
     record_large,
     stacked,
     with_large,
 )
-from course.checks.multilayer import drawn_with, moments
-from course.checks.normalisation import CARRIED_03
 from course.data import digits
 from course.grader.model import Assignment, Broken, Check, Rule, register
 from course.grader.probe import lines_run, seeded_by_grader

@@ -15,6 +15,7 @@ from course.checks.common import (
     gradient_observation,
     hinge_distance,
     left_as_given,
+    row_scales,
 )
 from course.grader.model import Assignment, Check, Rule, register
 from course.grader.probe import nudged
@@ -59,17 +60,6 @@ def loss_cases(rng, N: int, D: int, C: int) -> dict:
     X = rng.standard_normal((N, D)) * row_scales(rng, N)
     cases["at scores near 1e3"] = (W, X, rng.integers(0, C, N), 1e-3)
     return cases
-
-
-def row_scales(rng, N: int) -> np.ndarray:
-    """(N, 1) factors from 0.02 to 2, shuffled: rows' score ranges differ by 100x, so one
-    maximum for the whole batch underflows the smaller rows."""
-    return np.geomspace(0.02, 2.0, N)[rng.permutation(N), None]
-
-
-def large_scores(rng, N: int, C: int) -> np.ndarray:
-    """(N, C) scores up to about 1e3, rows of very different ranges."""
-    return 600.0 * rng.standard_normal((N, C)) * row_scales(rng, N)
 
 
 def record_loss(out, loss_fn, name, W, X, y, reg, self_check: bool) -> None:

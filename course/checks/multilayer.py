@@ -8,15 +8,17 @@ so an in-place edit in one sub-check cannot change another's inputs.
 import numpy as np
 
 from course.checks.common import (
+    INPUTS_RULE,
     away_from_zero,
     centred_error,
+    drawn_with,
     gradient_observation,
-    left_as_given,
-    network_loss_observed,
+    large_scores,
+    moments,
     nudged_observation,
+    record_network_loss,
     stacked,
 )
-from course.checks.linear import large_scores
 from course.grader.model import Assignment, Check, Rule, register
 from course.grader.probe import nudged
 from course.training import accuracy, fit
@@ -286,40 +288,6 @@ def with_params(student, D, H, C, params, reg):
 TWO_LAYER_SCALE = 0.37
 
 
-def moments(W) -> np.ndarray:
-    """(mean, std, then the shape) of one weight matrix: an observation, judged by
-    drawn_with in the grader."""
-    W = np.asarray(W, dtype=np.float64)
-    return np.array([W.mean(), W.std(), *W.shape], dtype=np.float64)
-
-
-SIGMAS = 6.0
-
-
-def drawn_with(scale: float, sigmas: float = SIGMAS):
-    """measure: one weight matrix's (mean, std, shape) against N(0, scale**2), within
-    `sigmas` of each statistic's sampling spread for its n entries: the std's ratio to
-    scale within sigmas / sqrt(2n), the mean within sigmas * scale / sqrt(n). Judged per
-    matrix, never pooled, so a matrix at another scale does not hide among the others'
-    draws. The shape must be the reference run's (drawn from the seed)."""
-
-    def measure(got, want):
-        got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
-        if got.shape != want.shape or not np.array_equal(got[2:], want[2:]):
-            return "the weight matrix does not have the expected shape"
-        mean, std, n = got[0], got[1], float(np.prod(got[2:]))
-        if abs(std / scale - 1) < sigmas / np.sqrt(2 * n) and abs(mean) < sigmas * scale / np.sqrt(
-            n
-        ):
-            return True
-        return (
-            "weights are not drawn from N(0, weight_scale**2) (the sample's mean or "
-            "standard deviation is far off)"
-        )
-
-    return measure
-
-
 def probe_two_layer_net(student, rng, out):
     # Initialisation, judged by its statistics: a student may draw with any generator.
     # Sizes from the (secret) seed: the shapes, which every other initial sub-check
@@ -351,31 +319,6 @@ def probe_two_layer_net(student, rng, out):
         record_network_loss(
             out, label, lambda p, reg=reg: with_params(student, D, H, C, p, reg), params, X, y
         )
-
-
-INPUTS_RULE = Rule(
-    "X, y and the parameters after loss(X, y),",
-    kind="true",
-    measure=left_as_given,  # bit for bit, against the same process's snapshot
-    hint="loss changed X, y or self.params in place (an in-place update, or a layer "
-    "writing into an array it was given or cached): work on new arrays.",
-)
-
-
-def record_network_loss(out, label: str, build, params: dict, X, y) -> None:
-    """Record a network's loss, each gradient, its own loss at each parameter nudged by
-    +-h (the grader compares the centred differences with the gradients), and X, y and
-    the network's parameters after the call, raw (the grader wants them unchanged); see
-    network_loss_observed."""
-    names = list(params)
-
-    def compute():
-        loss, grads, left, observed = network_loss_observed(build, params, X, y, names)
-        return [np.asarray(loss, dtype=np.float64)] + [grads[n] for n in names] + [observed, left]
-
-    keys = [f"loss:{label}"] + [f"grad:{n}, {label}" for n in names] + [f"selfcheck:{label}"]
-    keys.append(f"inputs:{label}")
-    out.record(keys, compute)
 
 
 register(

@@ -16,6 +16,8 @@ import numpy as np
 
 from course.checks.common import (
     BY_HAND_RULE,
+    CARRIED_03,
+    INPUTS_RULE,
     WRONG_VALUE_CAP,
     away_from_zero,
     centred_error,
@@ -28,7 +30,6 @@ from course.checks.common import (
     stacked,
     with_large,
 )
-from course.checks.multilayer import INPUTS_RULE
 from course.grader.model import Assignment, Check, Rule, register
 from course.grader.probe import lines_run
 from course.training import fit
@@ -50,15 +51,6 @@ ASSIGNMENT = Assignment(
     slow_cells=frozenset({"normalised_training"}),
 )
 NOTEBOOK = ASSIGNMENT.key
-
-# The functions carried from 03 that the finished network runs through (course.carry):
-# a failure they cause is named by their own checks.
-CARRIED_03 = {
-    "affine_forward": "affine_forward",
-    "affine_backward": "affine_backward",
-    "relu": "relu_forward or relu_backward",
-    "softmax_loss": "softmax_loss",
-}
 
 
 # What the later checks of this notebook run of its earlier functions (Check.builds_on), the

@@ -10,13 +10,16 @@ never by the exact random numbers.
 import numpy as np
 
 from course.checks.common import (
+    INPUTS_RULE,
     away_from_zero,
     centred_error,
     clear_of_kinks,
+    drawn_with,
+    moments,
+    record_network_loss,
     relu_distance,
     seeded,
 )
-from course.checks.multilayer import INPUTS_RULE, drawn_with, moments, record_network_loss
 from course.grader.model import Assignment, Check, Rule, register
 
 ASSIGNMENT = Assignment(

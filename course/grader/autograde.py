@@ -15,6 +15,7 @@ import json
 import math
 import os
 import stat
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,9 +23,8 @@ from pathlib import Path
 import nbformat
 from nbformat.reader import NotJSONError
 
-from course.authoring.build import nbgrader
 from course.grader.cluster import Scheduler
-from course.paths import gradebook_url
+from course.paths import gradebook_url, tool_env
 
 
 @dataclass
@@ -183,6 +183,28 @@ def described(interruptions: list[dict]) -> list[str]:
         why = event.get("why")
         notes.append(f"{note}: {printable(why, 160)}" if why else note)
     return notes
+
+
+def nbgrader(
+    root: Path, *args: str, check: bool = True, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    """Run an nbgrader command in `root` (a course directory, or a student's home for
+    fetch and submit), output captured: the one way the package runs nbgrader's CLI.
+
+    check: raise RuntimeError, with nbgrader's output, if the command fails.
+    """
+    proc = subprocess.run(
+        # `python -m nbgrader`, after `import course`: without the 1.5 s of CPU that an IRI
+        # grammar nbformat never uses costs each process at import (course/__init__.py).
+        [sys.executable, "-c", "import course, nbgrader.apps.nbgraderapp as a; a.main()", *args],
+        cwd=root,
+        env=env or tool_env(),
+        capture_output=True,
+        text=True,
+    )
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"nbgrader {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc
 
 
 @dataclass

@@ -41,6 +41,7 @@ from pathlib import Path
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Unicode
 
+from course.checks import checks_by_name
 from course.grader import model
 
 SECRET = Path(".nbgrader") / "secret"
@@ -116,7 +117,7 @@ def submission_salt(files: dict[str, bytes]) -> str:
 
 def checks_of(assignment: str) -> list[model.Check]:
     return sorted(
-        (c for c in model.checks_by_name().values() if c.notebook.split("/")[0] == assignment),
+        (c for c in checks_by_name().values() if c.notebook.split("/")[0] == assignment),
         key=lambda c: c.name,
     )
 
@@ -186,7 +187,7 @@ def _check_of_cell(cell) -> str | None:
     meta = cell.get("metadata", {}).get("nbgrader", {})
     if meta.get("grade") and not meta.get("solution") and cell.get("cell_type") == "code":
         name = meta.get("grade_id")
-        return name if name in model.checks_by_name() else None
+        return name if name in checks_by_name() else None
     return None
 
 

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from course.checks import get_check
 from course.gradcheck import relative_errors
 from course.grader.model import (
     NUDGED_FORWARD_OFF,
@@ -20,7 +21,6 @@ from course.grader.model import (
     Rule,
     decode,
     functions_of,
-    get_check,
     rule_for,
 )
 from course.grader.references import load_reference

@@ -1,17 +1,14 @@
 """The data model of hidden checks: a Check (probe and rules), Rules, Results, Broken values,
-the registry of every assignment's checks, and the JSON form in which outputs travel."""
+the registry that checks modules fill (course.checks finds them), and the JSON form in which
+outputs travel."""
 
 from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
-
-if TYPE_CHECKING:  # the probe's types; the probe module imports this one
-    from course.grader.probe import Outputs, Student
 
 
 class MissingName(Exception):
@@ -125,8 +122,9 @@ class Check:
     name: str
     notebook: str  # "<assignment>/<notebook stem>", where its reference values live
     points: float
-    # probe(student, rng, outputs): call the student's code, record into `outputs`.
-    probe: Callable[[Student, np.random.Generator, Outputs], None]
+    # probe(student, rng, outputs): call the student's code (a course.grader.probe.Student),
+    # record into `outputs` (a course.grader.probe.Outputs; this module is below that one).
+    probe: Callable[[object, np.random.Generator, dict], None]
     rules: dict[str, Rule]
     # {earlier check: the functions it grades}: code this check runs through, written in an
     # earlier exercise of the same notebook or carried forward from an earlier assignment
@@ -196,25 +194,6 @@ def register(check: Check) -> Check:
         raise ValueError(f"two checks named {check.name!r}")
     CHECKS[check.name] = check
     return check
-
-
-def _load_checks() -> None:
-    # Importing the assignment modules registers their checks.
-    from course.checks import load_all
-
-    load_all()
-
-
-def checks_by_name() -> dict[str, Check]:
-    _load_checks()
-    return CHECKS
-
-
-def get_check(name: str) -> Check:
-    _load_checks()
-    if name not in CHECKS:
-        raise KeyError(f"no hidden check named {name!r}; known: {sorted(CHECKS)}")
-    return CHECKS[name]
 
 
 def rule_for(check: Check, key: str) -> Rule:

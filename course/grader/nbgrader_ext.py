@@ -29,11 +29,11 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Bool, Float, Integer
 
+from course.checks import checks_by_name, get_check
 from course.grader import judge, model, probe
 from course.grader.cells import grade_id_of_test_cell, nbgrader_meta
 from course.grader.inputs import Inputs, InputsError, SeedHiddenChecks, restore_sources
 from course.grader.kernel_client import PromptReplies
-from course.grader.model import get_check
 from course.grader.references import load_reference
 
 
@@ -97,7 +97,7 @@ def judge_cell(cell, inputs: Inputs | None = None, seconds: float | None = None)
     that is `timed` is judged on what the grader observes from it, never the kernel's.
     """
     grade_id = grade_id_of_test_cell(cell)
-    if grade_id is None or grade_id not in model.checks_by_name():
+    if grade_id is None or grade_id not in checks_by_name():
         return
     payloads = probe_payloads(cell)
     ok = len(payloads) == 1 and well_formed(payloads[0], grade_id)

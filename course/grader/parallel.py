@@ -54,7 +54,7 @@ def course_files(root: Path, assignment: str) -> dict[str, bytes]:
     checks whose code the checks run through (an earlier assignment's, carried, or an
     earlier exercise of the same notebook: they only explain a failure, course.carry, and
     award nothing)."""
-    from course.grader.model import checks_by_name
+    from course.checks import checks_by_name
 
     files = {"nbgrader_config.py": (root / "nbgrader_config.py").read_bytes()}
     checks = checks_by_name()
@@ -439,9 +439,10 @@ def warm_up() -> None:
     import nbgrader.preprocessors  # noqa: F401
 
     import course.grader.nbgrader_ext  # noqa: F401
-    from course.grader import figures, model
+    from course.checks import checks_by_name
+    from course.grader import figures
 
-    model.checks_by_name()  # every assignment's checks
+    checks_by_name()  # every assignment's checks
     figures.warm_up()  # matplotlib's fonts
 
 

@@ -1,7 +1,8 @@
 """The kernel side of a hidden check: call the student's functions, record what they return.
 
-This is the only grading module that runs inside a student's kernel. It decides nothing:
-`check` displays the recorded outputs, and the grader judges them (course.grader.judge).
+The machinery that the checks' probes use inside a student's kernel (and the grader's own
+process, on the source solutions). It decides nothing: course.grading.check displays the
+recorded outputs, and the grader judges them (course.grader.judge).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from course.grader.model import Broken, Check, MissingName, encode, get_check
+from course.grader.model import Broken, Check, MissingName
 
 
 class Student:
@@ -228,7 +229,8 @@ def within_budget(compute: Callable[[], object], seconds: float, memory: int):
     every thread's time) and `memory` more bytes of address space than it has now. Past
     the time, OverBudget is raised into the main thread (again every 50 ms, should it be
     swallowed) and into any thread started meanwhile with `threading` (at its next call);
-    past the memory, NumPy raises MemoryError. Without a main thread to signal, or in the
+    past the memory, NumPy raises MemoryError; a compute() that switched the timer off
+    and ran past the time is OverBudget when it returns. Without a main thread to signal, or in the
     grader's own process (trusted), compute() runs as it is: the cell's timeout, outside
     the kernel, still bounds it."""
     if (
@@ -271,7 +273,12 @@ def within_budget(compute: Callable[[], object], seconds: float, memory: int):
         deadline = time.process_time() + seconds
         threading.settrace(stop_threads)
         signal.setitimer(signal.ITIMER_PROF, max(seconds, 1e-3), 0.05)
-        return compute()
+        result = compute()
+        # The timer is the student's to switch off (signal.setitimer is theirs to call):
+        # the clock read after they return is not.
+        if time.process_time() > deadline:
+            raise OverBudget()
+        return result
     finally:
         while True:  # a timer firing during the clean-up must not cut it short
             try:
@@ -567,6 +574,11 @@ def use_seed(name: str, seed: int) -> None:
     _SEEDS[name] = int(seed)
 
 
+def grader_seed(name: str) -> int | None:
+    """The seed the grader set for check `name` in this kernel; None: the public one."""
+    return _SEEDS.get(name)
+
+
 def seeded_by_grader(name: str) -> bool:
     """Whether this kernel is being graded for check `name` (the grader set its seed). Only
     a shortcut for the probe: a kernel that says otherwise gets no credit from it."""
@@ -585,37 +597,5 @@ def probe(check: Check, namespace: dict, seed: int | None = None) -> dict:
     return dict(outputs)
 
 
-# ---------------------------------------------------------------- in a grade cell
-
+# What a grade cell displays its outputs under (course.grading.check).
 PROBE_MIME = "application/vnd.everything-leaks.probe+json"
-
-
-def check(name: str, namespace: dict) -> float:
-    """Probe hidden check `name` on the notebook's namespace, and emit what it recorded.
-
-    This runs in the student's kernel, so it decides nothing: it displays the outputs under
-    PROBE_MIME, and the grader's `JudgeHiddenChecks` step (course.grader.nbgrader_ext), outside
-    the kernel, compares them with the references and writes the verdict into the cell.
-    It evaluates to 0.0, so that a grading set-up without that step scores zero, not full.
-    """
-    from IPython.display import display
-
-    found = payload(name, namespace, _SEEDS.get(name))
-    recorded = len(found["outputs"])
-    summary = f"{name}: {recorded} results recorded; the grader judges them (0 until then)."
-    display({PROBE_MIME: found, "text/plain": summary}, raw=True)
-    return 0.0
-
-
-def payload(name: str, namespace: dict, seed: int | None = None) -> dict:
-    """What a grade cell emits: the check's outputs, and those of the earlier checks whose
-    functions it runs through (Check.builds_on), each probed on its own public inputs."""
-    chk = get_check(name)
-    outputs = probe(chk, namespace, seed)
-    found = {"check": name, "outputs": {k: encode(v) for k, v in outputs.items()}}
-    if chk.builds_on:
-        found["carried"] = {
-            earlier: {k: encode(v) for k, v in probe(get_check(earlier), namespace).items()}
-            for earlier in chk.builds_on
-        }
-    return found

@@ -18,6 +18,7 @@ import jupytext
 import nbformat
 
 from course.carry import from_sources, is_carry_cell
+from course.checks import checks_by_name
 from course.grader import judge, model, probe
 from course.grader.cells import solution_cell_id
 from course.paths import course_root
@@ -119,13 +120,12 @@ def compute_references(
     seeds: {check name: seed} of a grading run's inputs (course.grader.inputs); None for
     the public seeds of the committed references/. assignment: only its notebooks.
     """
-    model._load_checks()
     result = {}
     for text_path in text_sources(root):
         key = notebook_key(text_path)
         if assignment is not None and text_path.parent.name != assignment:
             continue
-        checks = [c for c in model.CHECKS.values() if c.notebook == key]
+        checks = [c for c in checks_by_name().values() if c.notebook == key]
         if not checks:
             continue
         namespace = solution_namespace(
