@@ -59,14 +59,15 @@ lab-instructor: setup
 hub:
 	hub/try
 
-# Three test processes on two cores: a test waits on kernels, servers and subprocesses
-# for a fifth of its time, and a third worker fills it (a fresh clone's suite: 1284 s with
-# two, 939 s with three). One BLAS thread each, as grading kernels have (a notebook took
+# Four test processes on two cores: a test waits on kernels, servers and subprocesses
+# for a fifth to a third of its time, and the extra workers fill it (a fresh clone's suite:
+# 1284 s with two, 939 s with three; one checkout at stop 44: 874 s with three, 806 s with
+# four). One BLAS thread each, as grading kernels have (a notebook took
 # 138 s instead of 33 s with BLAS threads fighting on a loaded machine).
 # `--dist loadgroup` keeps the tests that share a graded class on one worker
 # (tests/conftest.py); the 25 slowest tests are printed at the end, so a slow new one shows.
 PYTEST := OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 \
-	$(BIN)/python -m pytest -n 3 --dist loadgroup
+	$(BIN)/python -m pytest -n 4 --dist loadgroup
 
 test: dev lint
 	$(PYTEST) --durations=25
