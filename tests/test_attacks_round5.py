@@ -69,24 +69,31 @@ def test_a_checker_cannot_return_the_probes_analytic_gradient(graded_class):
 # together (no memory cgroup): each child of a fork gets its own 4 GB. 50 children of
 # 4 GB are 200 GB: the machine's OOM killer then picks among the grader, the other
 # students' kernels (graded at the same time by other workers) and anything else there.
-# Kept small here: three children of 1.6 GB each, 4.8 GB in all, above one kernel's cap.
+# Kept small here: three children of 1.6 GB each, 4.8 GB in all, above one kernel's cap,
+# each held until all three have answered (a child that slept 3 s instead could exit before
+# a slower one had allocated on a loaded machine, so the three never overlapped: a flaky pass
+# of the attack, on a fresh clone at stop 45).
 FORK_MEMORY = r"""
-import os, time
+import os
 import numpy as np
+release, hold_on = os.pipe()
 children = []
 for _ in range(3):
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
+        os.close(hold_on)
         try:
             block = np.ones(200_000_000)  # 1.6 GB, every page touched
             os.write(w, b"held")
-            time.sleep(3)
+            os.read(release, 1)  # held until every child has said how it went
         except BaseException as exc:
             os.write(w, type(exc).__name__.encode())
         os._exit(0)
+    os.close(w)  # a child killed for its memory: its pipe ends, and reads as ""
     children.append((pid, r))
 held = [os.read(r, 64).decode() for _, r in children]
+os.close(hold_on)
 for pid, _ in children:
     os.waitpid(pid, 0)
 print("FORK_MEMORY", held)
