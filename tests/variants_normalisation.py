@@ -12,6 +12,7 @@ BNF, BNB, BNA = (
 LNF, LNB = "layernorm_forward_solution", "layernorm_backward_solution"
 DF, DB = "dropout_forward_solution", "dropout_backward_solution"
 NET, PRED = "fully_connected_net_solution", "predictions_solution"
+SCALE = "scale_predictions_solution"
 TRAINING = "normalised_training"
 
 MUTANTS = [
@@ -413,6 +414,44 @@ MUTANTS = [
         PRED,
         {"predictions"},
         ("return beta", "return gamma"),
+    ),
+    # scale predictions (the shape of the loss)
+    m(
+        "scale predictions: the gradient grows with the weights, c",
+        SCALE,
+        {"scale_predictions"},
+        ("return 1 / c", "return c"),
+    ),
+    m(
+        "scale predictions: the gradient unchanged, as the loss is",
+        SCALE,
+        {"scale_predictions"},
+        ("return 1 / c", "return 1.0"),
+    ),
+    m(
+        "scale predictions: the curvature's 1 / c**2 for the gradient's",
+        SCALE,
+        {"scale_predictions"},
+        ("return 1 / c", "return 1 / c**2"),
+    ),
+    m(
+        "scale predictions: the scores grow as c * layers",
+        SCALE,
+        {"scale_predictions"},
+        ("return c**layers", "return c * layers"),
+    ),
+    m(
+        "scale predictions: the last layer left out, c**(layers - 1)",
+        SCALE,
+        {"scale_predictions"},
+        ("return c**layers", "return c ** (layers - 1)"),
+    ),
+    m(
+        "scale predictions: the notebook's settings only (c = 2, four layers)",
+        SCALE,
+        {"scale_predictions"},
+        ("return 1 / c", "return 0.5"),
+        ("return c**layers", "return 16.0"),
     ),
     # Review rev37: more realistic slips, each judged in-process before it was added.
     wrong(
@@ -926,6 +965,28 @@ ALTERNATES = [
         },
     ),
     Alternate("dropout with a boolean mask, scaled in both passes", DROPOUT_BOOLEAN_CACHE),
+    Alternate(
+        "scale predictions computed",
+        {
+            SCALE: "def predicted_gradient_ratio_with_batchnorm(c):\n"
+            "    return c**-1.0\n\n\n"
+            "def predicted_score_ratio_without_norm(c, layers):\n"
+            "    return float(np.exp(layers * np.log(c)))\n"
+        },
+    ),
+    Alternate(
+        "scale predictions as a product, layer by layer",
+        {
+            SCALE: "def predicted_gradient_ratio_with_batchnorm(c):\n"
+            "    loss_ratio = 1.0  # L(cW) = L(W)\n"
+            "    return loss_ratio / c\n\n\n"
+            "def predicted_score_ratio_without_norm(c, layers):\n"
+            "    ratio = 1.0\n"
+            "    for _ in range(layers):\n"
+            "        ratio *= c\n"
+            "    return ratio\n"
+        },
+    ),
 ]
 
 # Each graded function, and the solution cell that defines it.

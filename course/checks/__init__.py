@@ -71,6 +71,7 @@ INDEX = {
         "finished_net",
         "normalised_training",
         "predictions",
+        "scale_predictions",
     ),
     "convolution": (
         "conv_forward_naive",

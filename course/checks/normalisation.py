@@ -45,8 +45,9 @@ ASSIGNMENT = Assignment(
     ),
     leak=(
         "the batch couples the examples; running statistics start biased; with batch norm, "
-        "weight decay becomes a step size; dropout must be rescaled, and its redrawn mask "
-        "defeats a gradient check"
+        "weight decay becomes a step size, and a slice of the loss looks as sharp as the "
+        "weights are small unless its direction is filter-normalised; dropout must be "
+        "rescaled, and its redrawn mask defeats a gradient check"
     ),
     slow_cells=frozenset({"normalised_training"}),
 )
@@ -1228,6 +1229,51 @@ register(
                 "predicted",
                 rtol=0.01,
                 hint="each feature minus its own mean is 0, whatever the example.",
+            ),
+        },
+    )
+)
+
+
+def probe_scale_predictions(student, rng, out):
+    # Settings from the (secret) seed, three each, judged together, all away from c = 1 by
+    # at least 25% (where 1/c, c, 1 and 1/c**2 are more than 2% apart) and for depths of 2
+    # to 6 (where c**layers is far from c**(layers - 1) and from c * layers).
+    cs = rng.uniform(1.25, 3.0, size=3) ** rng.choice([-1.0, 1.0], size=3)
+    layers = rng.choice(np.arange(2, 7), size=3, replace=False)
+    out.record(
+        "bn:gradient ratio after scaling the hidden weights, with batch norm",
+        lambda: np.array(
+            [student.predicted_gradient_ratio_with_batchnorm(c) for c in cs.tolist()], float
+        ),
+    )
+    plain = list(zip(cs.tolist(), layers.tolist(), strict=True))
+    out.record(
+        "plain:score ratio after scaling every weight matrix, without normalisation",
+        lambda: np.array(
+            [student.predicted_score_ratio_without_norm(c, n) for c, n in plain], float
+        ),
+    )
+
+
+register(
+    Check(
+        name="scale_predictions",
+        notebook=NOTEBOOK,
+        points=2,
+        probe=probe_scale_predictions,
+        rules={
+            "bn": Rule(
+                "predicted",
+                rtol=0.01,
+                hint="batch norm gives the same loss at every scale c of the weights before "
+                "it, L(cW) = L(W); differentiate both sides with respect to W.",
+            ),
+            "plain": Rule(
+                "predicted",
+                rtol=0.01,
+                hint="ReLU(c z) = c ReLU(z) for c > 0, and each of the layers multiplies by its "
+                "own scaled W.",
             ),
         },
     )

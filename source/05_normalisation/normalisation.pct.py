@@ -8,7 +8,9 @@
 #
 # **The leaks shown here:** batch normalisation couples the examples of a batch, keeps
 # running statistics that start biased, and turns weight decay into a change of step size;
-# dropout must be rescaled, and its random mask defeats a gradient check.
+# dropout must be rescaled, and its random mask defeats a gradient check; and the
+# picture of the loss around the weights depends on their scale, which batch norm leaves
+# free.
 #
 # | Part | You write | Points |
 # |---|---|---|
@@ -17,7 +19,7 @@
 # | 2 · Layer normalisation | `layernorm_forward`, `layernorm_backward` | 4 |
 # | 3 · Dropout | `dropout_forward`, `dropout_backward` | 3 |
 # | 4 · The finished network | `FullyConnectedNet` with normalisation and dropout, trained | 7 |
-# | 5 · Predictions | three small formulas, before the experiments that measure them | 3 |
+# | 5 · Predictions | five small formulas, before the experiments that measure them | 5 |
 #
 # Fill in every cell that says `YOUR CODE HERE`, run the "check it" cell after it, and press
 # **Validate** before you submit. The cells titled "Hidden check" are graded later, on
@@ -767,6 +769,44 @@ check("predictions", globals())
 ### END HIDDEN TESTS
 
 # %% [markdown]
+# Two more (2 points), on what the scale of the weights does to the loss (measured in part
+# 6, "The shape of the loss hides the weights' scale"):
+#
+# 4. `predicted_gradient_ratio_with_batchnorm(c)`: a network with batch norm after every
+#    hidden affine layer, in train mode. Multiply the weight matrix of every hidden layer by
+#    `c > 0`, leaving the biases, the gammas and betas and the last layer as they are. By
+#    what factor does the gradient of the loss with respect to a hidden weight matrix change
+#    (the ratio of its norms, after / before)? Below: `c = 2`.
+# 5. `predicted_score_ratio_without_norm(c, layers)`: a ReLU network without normalisation,
+#    with `layers` weight matrices and every bias zero. Multiply every weight matrix, the
+#    last one too, by `c > 0`. By what factor do its scores change? Below: `c = 2`,
+#    `layers = 4`.
+
+
+# %% nbgrader={"grade": false, "grade_id": "scale_predictions_solution", "locked": false, "schema_version": 3, "solution": true}
+def predicted_gradient_ratio_with_batchnorm(c):
+    """|dL/dW| after scaling the hidden weights by c, over |dL/dW| before, with batch norm."""
+    ### BEGIN SOLUTION
+    return 1 / c
+    ### END SOLUTION
+
+
+def predicted_score_ratio_without_norm(c, layers):
+    """The scores' factor after scaling every weight matrix by c, no normalisation, no bias."""
+    ### BEGIN SOLUTION
+    return c**layers
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "scale_predictions", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+# Hidden check (2 points): each prediction within its band.
+### BEGIN HIDDEN TESTS
+from course.grading import check
+
+check("scale_predictions", globals())
+### END HIDDEN TESTS
+
+# %% [markdown]
 # ## 6 · The leaks, measured
 #
 # ### The batch couples the examples
@@ -930,6 +970,108 @@ ax2.set(xlabel="step", ylabel="lr / |W2|^2", title="...which raises the effectiv
 ax1.legend()
 ax2.legend()
 plt.show()
+
+# %% [markdown]
+# ### The shape of the loss hides the weights' scale
+#
+# The same invariance, seen as the shape of the cost function. Your predictions 4 and 5
+# first, measured on a batch-norm network trained as above (three hidden layers of 100,
+# 60 steps) and on a network without normalisation at its first draw (its biases are zero),
+# on 500 training images:
+
+# %%
+X_shape, y_shape = X_train[:500], y_train[:500]
+bn_net = deep_net("batchnorm", weight_scale=0.1, hidden_dims=(100,) * 3, seed=0)
+train_steps(bn_net, STEPS, learning_rate=0.05, seed=0)
+plain_net = deep_net(None, weight_scale=0.1, hidden_dims=(100,) * 3, seed=0)
+hidden = [f"W{layer}" for layer in range(1, bn_net.num_layers)]
+
+
+def scaled(params, c, names):
+    """A copy of params with the arrays named in `names` multiplied by c."""
+    return {k: v * c if k in names else v for k, v in params.items()}
+
+
+def loss_and_grads_at(model, params):
+    own, model.params = model.params, params
+    try:
+        return model.loss(X_shape, y_shape)
+    finally:
+        model.params = own
+
+
+c = 2.0
+before, after = (loss_and_grads_at(bn_net, scaled(bn_net.params, s, hidden)) for s in (1, c))
+ratio = np.linalg.norm(after[1]["W2"]) / np.linalg.norm(before[1]["W2"])
+print(
+    f"batch norm, hidden weights x {c:g}: loss {before[0]:.4f} -> {after[0]:.4f}; "
+    f"|dL/dW2| x {ratio:.4f} (you predicted {predicted_gradient_ratio_with_batchnorm(c):.4f})"
+)
+weights = [f"W{layer}" for layer in range(1, plain_net.num_layers + 1)]
+scores = [plain_net.loss(X_shape)]
+plain_net.params = scaled(plain_net.params, c, weights)
+scores.append(plain_net.loss(X_shape))
+plain_net.params = scaled(plain_net.params, 1 / c, weights)
+print(
+    f"no normalisation, all {len(weights)} weight matrices x {c:g}: scores x "
+    f"{np.linalg.norm(scores[1]) / np.linalg.norm(scores[0]):.4f} "
+    f"(you predicted {predicted_score_ratio_without_norm(c, len(weights)):.4f})"
+)
+
+# %% [markdown]
+# So the batch-norm network computes the same function at every scale $c$ of its hidden
+# weights, while its gradient shrinks as $1/c$: the same valley looks $c^2$ times less
+# curved when its weights are $c$ times larger. A picture of the loss around the weights
+# (a *1-D slice*: the loss at $\theta + a\,d$ for a direction $d$ and steps $a$) then
+# depends on an arbitrary choice. Below, one random Gaussian direction, through the same
+# network at $c = 0.5$ and at $c = 2$, two points that compute the same function: raw
+# (the same $d$ for both, scaled once to about the size of the trained weights), and *filter-normalised* as Li et al. (2018, section 4) define
+# it: each neuron's slice of $d$ (a column of a weight matrix, here) rescaled to the norm of
+# that neuron's weights, and the biases, gammas and betas left out of the direction
+# (`course.landscape.normalise_filters`).
+
+# %%
+from course.landscape import model_loss, normalise_filters, plot_slice_1d, slice_1d
+
+loss_of = model_loss(bn_net, X_shape, y_shape)
+rng = np.random.default_rng(0)
+draw = {k: rng.standard_normal(v.shape) if k in hidden else np.zeros_like(v)
+        for k, v in bn_net.params.items()}  # fmt: skip
+size = np.sqrt(
+    sum(np.sum(bn_net.params[k] ** 2) for k in hidden) / sum(np.sum(draw[k] ** 2) for k in hidden)
+)
+raw = {k: v * size for k, v in draw.items()}  # about the trained weights' own size
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), layout="constrained")
+slices = {}
+for ax, kind in zip(axes, ("raw", "filter-normalised"), strict=True):
+    for scale in (0.5, 2.0):
+        centre = scaled(bn_net.params, scale, hidden)
+        d = raw if kind == "raw" else normalise_filters(raw, centre)
+        slices[kind, scale] = slice_1d(loss_of, centre, d, span=1.0, resolution=41)
+        plot_slice_1d(slices[kind, scale], ax=ax, title=f"{kind} direction")
+        ax.lines[-1].set_label(f"hidden weights x {scale:g}")
+    ax.legend()
+plt.show()
+for kind in ("raw", "filter-normalised"):
+    small, large = (slices[kind, scale].losses for scale in (0.5, 2.0))
+    rise_small, rise_large = (v[[10, 30]].mean() - v[20] for v in (small, large))
+    print(
+        f"{kind}: loss rise at a = +-0.5 with the weights x 0.5 {rise_small:.3f}, x 2 "
+        f"{rise_large:.3f} ({rise_small / rise_large:.1f} times as much); the two curves "
+        f"differ by at most {np.abs(small - large).max():.1e}"
+    )
+print(f"parameters of the network: {sum(v.size for v in bn_net.params.values()):,}")
+
+# %% [markdown]
+# Along the raw direction the network at $c = 0.5$ looks many times sharper than the same
+# network at $c = 2$ (the ratio printed above); along the filter-normalised one the two
+# curves are one, to within the printed difference. (The raw ratio is more than the
+# $4^2 = 16$ of the curvature alone: at these steps the loss is no longer quadratic.) That
+# is why the
+# landscapes of different networks are compared only along filter-normalised directions,
+# and what any slice leaves out: it is one line (or plane) through a space of as many
+# dimensions as the network has parameters (printed above), and the scale of its axis is
+# a choice, made here by the weights themselves.
 
 # %% [markdown]
 # ### Layer norm: no batch, and what it costs
@@ -1198,6 +1340,10 @@ print(
 #   at a price: examples in a batch affect each other, small batches are noisy, train and
 #   test mode differ, running statistics start biased, and weight decay turns into a
 #   step-size schedule.
+# - With batch norm the loss does not see the scale of the weights before it, and its
+#   gradient and curvature do: a picture of the loss is comparable across networks only
+#   along filter-normalised directions, and even then it is one line through thousands of
+#   dimensions.
 # - Layer norm has none of the batch's problems, and on this network it matched batch
 #   norm at batches of 8 and of 64. Batch norm remains common in convolutional networks,
 #   layer norm is the standard one for sequences and transformers.
