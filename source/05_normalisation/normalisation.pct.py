@@ -1072,6 +1072,16 @@ print(f"parameters of the network: {sum(v.size for v in bn_net.params.values()):
 # and what any slice leaves out: it is one line (or plane) through a space of as many
 # dimensions as the network has parameters (printed above), and the scale of its axis is
 # a choice, made here by the weights themselves.
+#
+# To look around yourself: the same network's loss on a plane of two filter-normalised
+# random directions (contours, and the surface), redrawn when you let go of a slider. Pick
+# the directions' seed to see another plane, the span (in filter norms) and the resolution
+# (a 21 x 21 plane takes about a second).
+
+# %%
+from course.landscape import explore
+
+explore(loss_of, bn_net.params)
 
 # %% [markdown]
 # ### Layer norm: no batch, and what it costs
