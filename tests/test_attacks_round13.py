@@ -83,16 +83,29 @@ class Lazy:
         return np.zeros(1000)
 
 
-class LazyArray(np.ndarray):
-    def __array__(self, dtype=None, copy=None):
-        busy(0.5)
-        return np.zeros(self.shape)
+class LazySequence:
+    """A gradient that does its work when NumPy reads it as a sequence."""
+
+    def __len__(self):
+        return 1000
+
+    def __getitem__(self, index):
+        if not isinstance(index, int) or not 0 <= index < 1000:
+            raise IndexError(index)
+        if index == 0:
+            busy(0.5)
+        return 0.0
 
 
 def test_a_gradient_that_computes_when_converted_is_converted_within_the_budget():
     value = large_case(lambda cache: (Lazy(), cache))
     assert isinstance(value, Broken), value
     assert "more than" in value.why
+
+
+def test_a_sequence_that_computes_when_read_is_read_within_the_budget():
+    value = large_case(lambda cache: (LazySequence(), cache))
+    assert isinstance(value, Broken), value
 
 
 def test_a_tuple_that_computes_when_iterated_is_read_within_the_budget():
