@@ -275,3 +275,35 @@ def test_an_address_space_limit_raised_and_put_back_is_out_of_memory():
 
     with pytest.raises(MemoryError):
         within_budget(backward, 1.0, 64 << 20)
+
+
+@pytest.mark.slow
+def test_honest_and_routed_06_graded_for_real_keep_full_marks(tmp_path):
+    """In bubblewrap's sandbox (the kernel's kin are every process there) the reference and
+    the A11 alternates keep every point: the checks after compute() returns flag nothing of
+    an honest kernel's; a backward that leaves a thread running loses its gradients."""
+    from tests import variants_convolution as conv
+    from tests.harness import Batch
+
+    batch = Batch(tmp_path / "course", "06_convolution", "convolution")
+    batch.submit("honest", batch.answered(trim=True))
+    routed = {**conv.ALTERNATES[-2].answers, **conv.ALTERNATES[-1].answers}
+    assert set(routed) == {conv.CONV, conv.POOL}
+    batch.submit("routed", batch.answered(routed, trim=True))
+    # A right backward that leaves a thread behind (asleep: no CPU the small cases see).
+    left = batch.solutions[conv.CONV].replace(
+        "    x, w, b, conv_param = cache\n",
+        "    x, w, b, conv_param = cache\n"
+        "    import threading, time\n"
+        "    threading.Thread(target=time.sleep, args=(3,), daemon=True).start()\n",
+        1,
+    )
+    assert left != batch.solutions[conv.CONV]
+    batch.submit("left a thread", batch.answered({conv.CONV: left}, trim=True))
+    done = batch.course_grade()
+    assert done.returncode == 0, done.stdout + done.stderr
+    full = batch.max_scores()
+    scores = batch.scores()
+    assert scores.pop("left a thread")["conv_backward_naive"] <= 2.0, scores
+    for student, got in scores.items():
+        assert got == full, (student, got)
