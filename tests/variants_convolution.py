@@ -731,6 +731,80 @@ def spatial_batchnorm_backward(dout, cache):
     return dx.reshape(N, W, H, C).transpose(0, 3, 2, 1), dgamma, dbeta
 '''
 
+CONV_ROUTED = '''\
+def conv_forward_naive(x, w, b, conv_param):
+    """Loops over images and output pixels; all filters at once with tensordot."""
+    stride, pad = conv_param["stride"], conv_param["pad"]
+    N, C, H, W = x.shape
+    F, _, HH, WW = w.shape
+    if (H + 2 * pad - HH) % stride or (W + 2 * pad - WW) % stride:
+        raise ValueError("the filter does not tile the padded input")
+    H_out = 1 + (H + 2 * pad - HH) // stride
+    W_out = 1 + (W + 2 * pad - WW) // stride
+    x_pad = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    out = np.empty((N, F, H_out, W_out))
+    for n in range(N):
+        for i in range(H_out):
+            for j in range(W_out):
+                window = x_pad[n, :, i * stride : i * stride + HH, j * stride : j * stride + WW]
+                out[n, :, i, j] = np.tensordot(w, window, axes=3) + b
+    return out, (x, w, b, conv_param)
+
+
+def conv_backward_naive(dout, cache):
+    """The routing read off ONE call of the forward pass at a numbered input (the padded
+    canvas numbered 1, 2, ..., one filter tapping its top-left corner, no padding: each
+    output is 1 + the flat index of its window's corner), then the chain rule exactly, by
+    gather and bincount (attack A11: accepted, the routing is not a derivative)."""
+    x, w, b, conv_param = cache
+    N, C, H, W = x.shape
+    F, _, HH, WW = w.shape
+    p = conv_param["pad"]
+    Hp, Wp = H + 2 * p, W + 2 * p
+    numbered = np.arange(1, Hp * Wp + 1, dtype=np.float64).reshape(1, 1, Hp, Wp)
+    tap = np.zeros((1, 1, HH, WW))
+    tap[0, 0, 0, 0] = 1.0
+    corner, _ = conv_forward_naive(numbered, tap, np.zeros(1), {**conv_param, "pad": 0})
+    top, left = np.divmod(np.rint(corner[0, 0]).astype(np.int64) - 1, Wp)  # (H_out, W_out)
+    rows = top + np.arange(HH)[:, None, None, None]  # (HH, 1, H_out, W_out)
+    cols = left + np.arange(WW)[None, :, None, None]  # (1, WW, H_out, W_out)
+    x_pad = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
+    patches = x_pad[:, :, rows, cols]  # (N, C, HH, WW, H_out, W_out)
+    dw = np.einsum("nfij,ncklij->fckl", dout, patches)
+    dpatches = np.einsum("nfij,fckl->ncklij", dout, w)
+    where = np.arange(N * C)[:, None] * (Hp * Wp) + (rows * Wp + cols).ravel()
+    dx_pad = np.bincount(where.ravel(), weights=dpatches.ravel(), minlength=N * C * Hp * Wp)
+    dx = dx_pad.reshape(N, C, Hp, Wp)[:, :, p : p + H, p : p + W]
+    return dx, dw, dout.sum(axis=(0, 2, 3))
+'''
+
+POOL_ROUTED = '''\
+def max_pool_forward_naive(x, pool_param):
+    ph, pw, stride = pool_param["pool_height"], pool_param["pool_width"], pool_param["stride"]
+    N, C, H, W = x.shape
+    H_out, W_out = 1 + (H - ph) // stride, 1 + (W - pw) // stride
+    out = np.zeros((N, C, H_out, W_out))
+    for i in range(H_out):
+        for j in range(W_out):
+            window = x[:, :, i * stride : i * stride + ph, j * stride : j * stride + pw]
+            out[:, :, i, j] = window.max(axis=(2, 3))
+    return out, (x, pool_param)
+
+
+def max_pool_backward_naive(dout, cache):
+    """Each window's maximum found by ONE call of the forward pass at x's ranks (ties
+    ranked first-come highest, as argmax picks), then dout routed to it by bincount
+    (attack A11: accepted, the routing is not a derivative)."""
+    x, pool_param = cache
+    order = np.lexsort((-np.arange(x.size), x.ravel()))  # by value; a tie, earlier on top
+    ranks = np.empty(x.size)
+    ranks[order] = np.arange(x.size)
+    top, _ = max_pool_forward_naive(ranks.reshape(x.shape), pool_param)
+    where = order[np.rint(top).astype(np.int64)]
+    dx = np.bincount(where.ravel(), weights=dout.ravel(), minlength=x.size)
+    return dx.reshape(x.shape)
+'''
+
 ALTERNATES = [
     Alternate("conv vectorised over the filters", {CONV: CONV_VECTORISED_OVER_FILTERS}),
     Alternate("conv by scattering filter offsets", {CONV: CONV_SCATTER}),
@@ -745,6 +819,8 @@ ALTERNATES = [
     Alternate("convnet as a list of naive layers", {NET: NET_NAIVE_LAYERS}),
     Alternate("convnet with forward and backward methods", {NET: NET_METHODS}),
     Alternate("spatial batch norm through (N, W, H, C)", {SBN: SBN_WIDTH_FIRST}),
+    Alternate("conv backward routed by one forward call at a numbered input", {CONV: CONV_ROUTED}),
+    Alternate("pool backward routed by one forward call at x's ranks", {POOL: POOL_ROUTED}),
 ]
 
 # Each graded function, and the solution cell that defines it (a pair shares one cell).

@@ -212,7 +212,8 @@ _WORKED_ELSEWHERE = [False]
 
 class OverBudget(BaseException):
     """Raised into the student's code when it passes the CPU budget of `within_budget` (a
-    BaseException: an `except Exception` of theirs does not swallow it)."""
+    BaseException: an `except Exception` of theirs does not swallow it). Its argument, when
+    it has one, says what other than the time passed it (a thread, a process)."""
 
 
 def _address_space() -> int | None:
@@ -224,25 +225,104 @@ def _address_space() -> int | None:
         return None
 
 
+def _peak_address_space() -> int | None:
+    """The largest address space this process has had (VmPeak, Linux), None where unknown."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmPeak:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+try:
+    import resource as _resource
+except ImportError:  # no Unix: within_budget runs compute() as it is
+    _resource = None
+
+# The clocks and limits within_budget reads after the student's code returns, captured
+# here: their code may rebind time.process_time, os.times or resource.getrusage by then
+# (round 13), not these (builtins cannot be edited in place).
+_GETPID = os.getpid
+_CLOCK_GETTIME = time.clock_gettime
+_CPU_CLOCK = getattr(time, "CLOCK_PROCESS_CPUTIME_ID", None)
+if _resource is not None:
+    _GETRUSAGE, _GETRLIMIT, _SETRLIMIT = (
+        _resource.getrusage,
+        _resource.getrlimit,
+        _resource.setrlimit,
+    )
+    _RUSAGE_SELF, _RUSAGE_CHILDREN = _resource.RUSAGE_SELF, _resource.RUSAGE_CHILDREN
+    _RLIMIT_AS, _RLIM_INFINITY = _resource.RLIMIT_AS, _resource.RLIM_INFINITY
+
+
+def _cpu_self() -> float:
+    """This process's CPU time, every thread's (user and system)."""
+    if _CPU_CLOCK is not None:
+        return _CLOCK_GETTIME(_CPU_CLOCK)
+    usage = _GETRUSAGE(_RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _cpu_children() -> float:
+    """The CPU time of this process's children that it waited for (os.times()[2:4])."""
+    usage = _GETRUSAGE(_RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+# Events of processes started (sys.audit): subprocess's fork_exec runs no at-fork hook.
+_SPAWN_EVENTS = frozenset(
+    {
+        "os.fork",
+        "os.forkpty",
+        "os.posix_spawn",
+        "os.spawn",
+        "os.system",
+        "os.exec",
+        "subprocess.Popen",
+        "pty.spawn",
+    }  # fmt: skip
+)
+_SPAWNS = [0]
+
+
+def _count_spawns(event: str, args) -> None:
+    if event in _SPAWN_EVENTS:
+        _SPAWNS[0] += 1
+
+
+sys.addaudithook(_count_spawns)  # an audit hook cannot be removed
+
+
 def within_budget(compute: Callable[[], object], seconds: float, memory: int):
     """compute() with at most `seconds` of this process's CPU time (a profiling timer,
     every thread's time) and `memory` more bytes of address space than it has now. Past
     the time, OverBudget is raised into the main thread (again every 50 ms, should it be
     swallowed) and into any thread started meanwhile with `threading` (at its next call);
-    past the memory, NumPy raises MemoryError; a compute() that switched the timer off
-    and ran past the time is OverBudget when it returns. Without a main thread to signal, or in the
-    grader's own process (trusted), compute() runs as it is: the cell's timeout, outside
-    the kernel, still bounds it."""
+    past the memory, NumPy raises MemoryError. The timer and the limit are the student's
+    to lift (setitimer, setrlimit), so once compute() returns it is judged again, from
+    clocks and limits captured at import and kept in this function's plain locals (round
+    13): OverBudget if this process's CPU time, its waited-for children's and its other
+    processes' (_kin_cpu) passed `seconds`, if compute() started a process (a fork, a
+    subprocess, one still running or gone) or returned in another process than it was
+    called in (a forked child), or if a thread it started is still running; MemoryError if
+    the soft limit was raised or the peak address space passed the cap. Without a main
+    thread to signal, or in the grader's own process (trusted), compute() runs as it is:
+    the cell's timeout, outside the kernel, still bounds it."""
     if (
         _TRUSTED[0]
         or threading.current_thread() is not threading.main_thread()
         or not hasattr(signal, "setitimer")
+        or _resource is None
     ):
         return compute()
-    import resource
+    import _thread
 
     expired = [False]
     armed = [True]
+    forked = [False]
 
     def expire(signum, frame):
         if armed[0]:
@@ -254,31 +334,45 @@ def within_budget(compute: Callable[[], object], seconds: float, memory: int):
         # and for good. It reads the clock itself: the timer's signal may reach it rather
         # than the main thread, which may be waiting for it (join), and only the main
         # thread runs Python's handlers.
-        if expired[0] or time.process_time() > deadline:
+        if expired[0] or _cpu_self() > deadline:
             expired[0] = True
             raise OverBudget()
         return None
 
-    limit = resource.getrlimit(resource.RLIMIT_AS)
+    def on_fork():
+        forked[0] = True
+
+    # What the judgement after compute() reads: plain locals, which no nested function
+    # holds (a closure's cells are reachable from threading.gettrace().__closure__).
+    pid = _GETPID()
+    limit = _GETRLIMIT(_RLIMIT_AS)
     used = _address_space()
+    peak_before = _peak_address_space()
+    threads_before = set(threading.enumerate())
+    count_before = _thread._count()
+    spawns_before = _SPAWNS[0]
+    kin_before = _kin_cpu()
+    soft = limit[0]  # the soft limit compute() runs under
     previous = signal.signal(signal.SIGPROF, expire)
     before_threads = threading.gettrace()
+    _FORK_HOOKS.append(on_fork)
     try:
         if used is not None:
             cap = used + memory
-            if limit[1] != resource.RLIM_INFINITY:
+            if limit[1] != _RLIM_INFINITY:
                 cap = min(cap, limit[1])
-            if limit[0] == resource.RLIM_INFINITY or cap < limit[0]:
-                resource.setrlimit(resource.RLIMIT_AS, (cap, limit[1]))
-        deadline = time.process_time() + seconds
+            if limit[0] == _RLIM_INFINITY or cap < limit[0]:
+                _SETRLIMIT(_RLIMIT_AS, (cap, limit[1]))
+                soft = cap
+        children_start = _cpu_children()
+        start = _cpu_self()
+        deadline = start + seconds
         threading.settrace(stop_threads)
         signal.setitimer(signal.ITIMER_PROF, max(seconds, 1e-3), 0.05)
         result = compute()
-        # The timer is the student's to switch off (signal.setitimer is theirs to call):
-        # the clock read after they return is not.
-        if time.process_time() > deadline:
-            raise OverBudget()
-        return result
+        end = _cpu_self()
+        children_end = _cpu_children()
+        soft_after = _GETRLIMIT(_RLIMIT_AS)[0]
     finally:
         while True:  # a timer firing during the clean-up must not cut it short
             try:
@@ -286,10 +380,41 @@ def within_budget(compute: Callable[[], object], seconds: float, memory: int):
                 signal.setitimer(signal.ITIMER_PROF, 0)
                 signal.signal(signal.SIGPROF, previous)
                 threading.settrace(before_threads)
-                resource.setrlimit(resource.RLIMIT_AS, limit)
+                _SETRLIMIT(_RLIMIT_AS, limit)
+                if on_fork in _FORK_HOOKS:
+                    _FORK_HOOKS.remove(on_fork)
                 break
             except OverBudget:
                 continue
+    if _GETPID() != pid:  # a forked child returned here: its clock started afresh
+        raise OverBudget("it returned in a forked child process")
+    if forked[0] or _SPAWNS[0] != spawns_before:
+        raise OverBudget("it started another process")
+    kin_after = _kin_cpu()
+    # A process of the kernel's that ended meanwhile is not counted here: its CPU went to
+    # whoever waited for it (this process's children's time, or its parent's, kin too).
+    if set(kin_after) - set(kin_before):
+        raise OverBudget("it started another process")
+    started = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()]
+    if started or _thread._count() > count_before:
+        raise OverBudget("a thread it started was still running when it returned")
+    kin = sum(
+        max(ticks - then[0], run - then[1], 0.0)
+        for key, (ticks, run) in kin_after.items()
+        for then in [kin_before[key]]
+    )
+    if (end - start) + (children_end - children_start) + kin > seconds:
+        raise OverBudget()
+    peak_after = _peak_address_space()
+    if soft_after == _RLIM_INFINITY or (soft != _RLIM_INFINITY and soft_after > soft):
+        raise MemoryError("the address space limit was raised")
+    if (
+        peak_after is not None
+        and soft != _RLIM_INFINITY
+        and peak_after > max(soft, peak_before or 0)
+    ):
+        raise MemoryError("the address space passed its limit")
+    return result
 
 
 def _unlocated(code) -> frozenset[int]:
