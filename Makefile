@@ -7,7 +7,7 @@ DEV_STAMP := $(VENV)/.dev-stamp
 PORT ?= 8888
 ARGS ?=
 
-.PHONY: setup dev sandbox workspace lab lab-instructor hub test test-fast sweep release demo bench \
+.PHONY: setup dev sandbox workspace lab lab-instructor hub test test-fast test-cpu sweep release demo bench \
 	format lint clean
 
 # Learners get the runtime only (JupyterLab, nbgrader, NumPy, Matplotlib, ...); the test
@@ -76,6 +76,14 @@ test: dev lint
 # references, figures); no browser, no hub, no notebook run, no real grading run.
 test-fast: dev lint
 	$(PYTEST) -m "not slow" --durations=10
+
+# Where the suite's CPU goes (issue 30): the whole suite with each test's CPU, sandboxed
+# kernels included (a cpuacct cgroup per worker, as root; tests/cpu_profile.py), then the
+# costliest files and tests. The log is cpu-by-test.jsonl.
+test-cpu: dev
+	rm -f cpu-by-test.jsonl
+	CPU_LOG=$(CURDIR)/cpu-by-test.jsonl $(PYTEST) -p tests.cpu_profile
+	$(BIN)/python tests/cpu_profile.py cpu-by-test.jsonl
 
 # Before a release: every check on 1000 secret seeds (make test draws 300), and every probe
 # helper patched, called or not (make test patches those the honest probe calls).
