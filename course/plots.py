@@ -92,6 +92,12 @@ def error_against_step(
 
 def image_grid(images: np.ndarray, labels=None, columns: int = 10, title: str = "", cmap="gray_r"):
     """Small images in a grid, each titled with its label; returns the figure."""
+    images = np.asarray(images)
+    if images.ndim not in (3, 4):  # said before a figure of empty panels is drawn
+        raise ValueError(
+            f"image_grid takes images of shape (N, H, W) or (N, H, W, channels), not "
+            f"{images.shape}: reshape flat digits with X.reshape(-1, 8, 8)"
+        )
     rows = -(-len(images) // columns)
     fig, axes = plt.subplots(rows, columns, figsize=(columns * 0.9, rows * 1.0 + 0.4))
     for i, ax in enumerate(np.atleast_1d(axes).ravel()):
@@ -175,6 +181,10 @@ def contour_paths(
     ax=None,
 ):
     """Contours of a 2-D loss f(x, y), with each optimiser's path of points (T, 2)."""
+    if not callable(f):
+        raise TypeError(
+            f"contour_paths takes the loss as a function f(x, y), not {type(f).__name__}"
+        )
     ax = ax or plt.subplots(figsize=(6.5, 4.2), layout="constrained")[1]
     xs = np.linspace(extent[0], extent[1], 200)
     ys = np.linspace(extent[2], extent[3], 200)
