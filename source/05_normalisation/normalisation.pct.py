@@ -773,10 +773,11 @@ check("predictions", globals())
 # 6, "The shape of the loss hides the weights' scale"):
 #
 # 4. `predicted_gradient_ratio_with_batchnorm(c)`: a network with batch norm after every
-#    hidden affine layer, in train mode. Multiply the weight matrix of every hidden layer by
-#    `c > 0`, leaving the biases, the gammas and betas and the last layer as they are. By
-#    what factor does the gradient of the loss with respect to a hidden weight matrix change
-#    (the ratio of its norms, after / before)? Below: `c = 2`.
+#    hidden affine layer, in train mode, without weight decay (`reg = 0`). Multiply the
+#    weight matrix of every hidden layer by `c > 0`, leaving the biases, the gammas and
+#    betas and the last layer as they are. By what factor does the gradient of the loss
+#    with respect to a hidden weight matrix change (the ratio of its norms, after /
+#    before)? Below: `c = 2`.
 # 5. `predicted_score_ratio_without_norm(c, layers)`: a ReLU network without normalisation,
 #    with `layers` weight matrices and every bias zero. Multiply every weight matrix, the
 #    last one too, by `c > 0`. By what factor do its scores change? Below: `c = 2`,
@@ -976,8 +977,8 @@ plt.show()
 #
 # The same invariance, seen as the shape of the cost function. Your predictions 4 and 5
 # first, measured on a batch-norm network trained as above (three hidden layers of 100,
-# 60 steps) and on a network without normalisation at its first draw (its biases are zero),
-# on 500 training images:
+# 60 steps, no weight decay) and on a network without normalisation at its first draw (its
+# biases are zero), on 500 training images, in train mode:
 
 # %%
 X_shape, y_shape = X_train[:500], y_train[:500]
@@ -1019,16 +1020,21 @@ print(
 )
 
 # %% [markdown]
-# So the batch-norm network computes the same function at every scale $c$ of its hidden
-# weights, while its gradient shrinks as $1/c$: the same valley looks $c^2$ times less
-# curved when its weights are $c$ times larger. A picture of the loss around the weights
-# (a *1-D slice*: the loss at $\theta + a\,d$ for a direction $d$ and steps $a$) then
-# depends on an arbitrary choice. Below, one random Gaussian direction, through the same
-# network at $c = 0.5$ and at $c = 2$, two points that compute the same function: raw
-# (the same $d$ for both, scaled once to about the size of the trained weights), and *filter-normalised* as Li et al. (2018, section 4) define
-# it: each neuron's slice of $d$ (a column of a weight matrix, here) rescaled to the norm of
-# that neuron's weights, and the biases, gammas and betas left out of the direction
-# (`course.landscape.normalise_filters`).
+# So, in train mode and up to batch norm's $\epsilon$, the batch-norm network computes the
+# same function at every scale $c$ of its hidden weights, while its gradient shrinks as
+# $1/c$ and its curvature as $1/c^2$ (differentiate $L(cW) = L(W)$ once, then twice): the
+# same valley looks $c^2$ times flatter when its weights are $c$ times larger. Dinh et
+# al. (2017) made this argument against reading generalisation off sharpness. A picture of
+# the loss around the weights (a *1-D slice*: the loss at $\theta + a\,d$ for a direction
+# $d$ and steps $a$) then depends on an arbitrary choice. Below, one random Gaussian
+# direction in the hidden weights (the last layer, which the rescaling leaves alone, stays
+# put), through the same network at $c = 0.5$ and at $c = 2$: raw (the same $d$ for both,
+# scaled once to about the size of the trained weights), and *filter-normalised* as Li et
+# al. (2018, section 4) define it: each neuron's slice of $d$ (a column of a weight matrix,
+# here) rescaled to the norm of that neuron's weights, and the biases, gammas and betas left
+# out of the direction (`course.landscape.normalise_filters`). Each slice is 41 losses in
+# train mode (they also update `bn_net`'s running statistics, which train mode does not
+# read).
 
 # %%
 from course.landscape import model_loss, normalise_filters, plot_slice_1d, slice_1d
@@ -1041,47 +1047,86 @@ size = np.sqrt(
     sum(np.sum(bn_net.params[k] ** 2) for k in hidden) / sum(np.sum(draw[k] ** 2) for k in hidden)
 )
 raw = {k: v * size for k, v in draw.items()}  # about the trained weights' own size
+looks = {"raw": "the smaller weights look sharper", "filter-normalised": "one curve for both"}
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.4), layout="constrained")
 slices = {}
-for ax, kind in zip(axes, ("raw", "filter-normalised"), strict=True):
+for ax, (kind, look) in zip(axes, looks.items(), strict=True):
     for scale in (0.5, 2.0):
         centre = scaled(bn_net.params, scale, hidden)
         d = raw if kind == "raw" else normalise_filters(raw, centre)
         slices[kind, scale] = slice_1d(loss_of, centre, d, span=1.0, resolution=41)
-        plot_slice_1d(slices[kind, scale], ax=ax, title=f"{kind} direction")
+        plot_slice_1d(slices[kind, scale], ax=ax, title=f"{kind} direction: {look}")
         ax.lines[-1].set_label(f"hidden weights x {scale:g}")
+    ax.set(xlabel="step a along d", yscale="log")  # both panels on one kind of axis
     ax.legend()
 plt.show()
-for kind in ("raw", "filter-normalised"):
+for kind in looks:
     small, large = (slices[kind, scale].losses for scale in (0.5, 2.0))
     rise_small, rise_large = (v[[10, 30]].mean() - v[20] for v in (small, large))
     print(
-        f"{kind}: loss rise at a = +-0.5 with the weights x 0.5 {rise_small:.3f}, x 2 "
-        f"{rise_large:.3f} ({rise_small / rise_large:.1f} times as much); the two curves "
+        f"{kind}: loss rise at a = +-0.5 with the weights x 0.5 {rise_small:.3g}, x 2 "
+        f"{rise_large:.3g} ({rise_small / rise_large:.1f} times as much); the two curves "
         f"differ by at most {np.abs(small - large).max():.1e}"
     )
+small, large = (slices["raw", scale].losses for scale in (0.5, 2.0))
+print(
+    f"raw: x 0.5 at a = -0.25, +0.25: {small[15]:.4f}, {small[25]:.4f}; x 2 at a = -1, +1: "
+    f"{large[0]:.4f}, {large[40]:.4f} (0.5 W + a d = 0.5 (W + 2a d), 2 W + a d = 2 (W + a d / 2))"
+)
 print(f"parameters of the network: {sum(v.size for v in bn_net.params.values()):,}")
 
 # %% [markdown]
 # Along the raw direction the network at $c = 0.5$ looks many times sharper than the same
-# network at $c = 2$ (the ratio printed above); along the filter-normalised one the two
-# curves are one, to within the printed difference. (The raw ratio is more than the
-# $4^2 = 16$ of the curvature alone: at these steps the loss is no longer quadratic.) That
-# is why the
-# landscapes of different networks are compared only along filter-normalised directions,
-# and what any slice leaves out: it is one line (or plane) through a space of as many
-# dimensions as the network has parameters (printed above), and the scale of its axis is
-# a choice, made here by the weights themselves.
+# network at $c = 2$ (the ratio printed above): its raw curve is the other one squeezed 4
+# times along $a$ (the last line: the same losses, but for $\epsilon$, at $a = \pm 0.25$
+# and at $a = \pm 1$),
+# and at these steps the loss is no longer quadratic, so the ratio is more than the
+# $4^2 = 16$ of the curvature alone. Along the filter-normalised direction the two curves
+# are one but for the small difference printed: batch norm's $\epsilon$, added to
+# variances 16 times smaller at $c = 0.5$ than at $c = 2$. Measured: the same two
+# filter-normalised slices with $\epsilon = 10^{-12}$ in every batch-norm layer, and at
+# $c = 0.05$ against $c = 2$ with the usual $\epsilon$, where $c^2 \sigma^2$ nears
+# $\epsilon$ and the invariance breaks:
+
+
+# %%
+def filter_normalised_gap(scales, eps=None):
+    """The largest difference of two filter-normalised slices, at two scales."""
+    saved = [dict(p) for p in bn_net.bn_params]
+    for p in bn_net.bn_params if eps is not None else ():
+        p["eps"] = eps
+    try:
+        curves = [
+            slice_1d(loss_of, centre, normalise_filters(raw, centre), 1.0, 41).losses
+            for centre in (scaled(bn_net.params, s, hidden) for s in scales)
+        ]
+    finally:
+        bn_net.bn_params = saved
+    return np.abs(curves[0] - curves[1]).max()
+
+
+print(
+    f"x 0.5 against x 2, eps 1e-12: the curves differ by at most {filter_normalised_gap((0.5, 2.0), 1e-12):.1e}"
+)
+print(
+    f"x 0.05 against x 2, eps 1e-5: the curves differ by at most {filter_normalised_gap((0.05, 2.0)):.1e}"
+)
+
+# %% [markdown]
+# That is why Li et al. compare the landscapes of different networks along
+# filter-normalised directions, and what any slice leaves out: it is one line (or plane)
+# through a space of as many dimensions as the network has parameters (printed above), and
+# the scale of its axis is a choice, made here by the weights themselves.
 #
 # To look around yourself: the same network's loss on a plane of two filter-normalised
 # random directions (contours, and the surface), redrawn when you let go of a slider. Pick
 # the directions' seed to see another plane, the span (in filter norms) and the resolution
-# (a 21 x 21 plane takes about a second).
+# (a 15 x 15 plane is 225 forward and backward passes, a second or two).
 
 # %%
 from course.landscape import explore
 
-explore(loss_of, bn_net.params)
+_ = explore(loss_of, bn_net.params, resolution=15)
 
 # %% [markdown]
 # ### Layer norm: no batch, and what it costs
