@@ -16,10 +16,13 @@ from course.checks.common import (
     BY_HAND_RULE,
     WRONG_VALUE_CAP,
     away_from_zero,
-    centred_error,
+    change_relative_to_largest,
+    copies,
     nudged_observation,
     record_large,
+    self_check_rule,
     stacked,
+    training_curve_rule,
     with_large,
 )
 from course.grader.model import Assignment, Check, Rule, register
@@ -53,23 +56,6 @@ CARRIED_05 = {
     "layernorm_forward": "layernorm_forward",
     "layernorm_backward": "layernorm_backward",
 }
-
-
-def _copies(*arrays):
-    return [np.array(a, copy=True) for a in arrays]
-
-
-def _differences(got, want) -> float:
-    """measure: how far the arrays stacked in an observation differ from the first one
-    (outputs that must not change: the outputs up to t after later inputs changed, the
-    permuted outputs against the outputs of the permuted input)."""
-    got = np.asarray(got, dtype=np.float64)
-    if got.ndim < 2 or len(got) < 2 or not np.all(np.isfinite(got)):
-        return float("inf")
-    scale = float(np.abs(got[0]).max())
-    if scale == 0:
-        return float("inf")  # all zeros: nothing computed
-    return max(float(np.abs(other - got[0]).max()) / scale for other in got[1:])
 
 
 def _sizes(rng, count: int, low: int = 2, high: int = 9) -> list[int]:
@@ -168,7 +154,7 @@ def probe_attention_forward(student, rng, out):
         out.record(
             f"out:{label}",
             lambda q=q, k=k, v=v, mask=mask: forward(
-                q, *_copies(k, v), None if mask is None else mask.copy()
+                q, *copies(k, v), None if mask is None else mask.copy()
             )[0],
         )
 
@@ -217,7 +203,7 @@ def probe_attention_backward(student, rng, out):
         dout = rng.standard_normal(q.shape[:-1] + v.shape[-1:])
 
         def compute(q=q, k=k, v=v, mask=mask, dout=dout):
-            (result, cache), forward_lines = lines_run(lambda: forward(*_copies(q, k, v), mask))
+            (result, cache), forward_lines = lines_run(lambda: forward(*copies(q, k, v), mask))
             grads, backward_lines = lines_run(lambda: backward(dout.copy(), cache))
             inputs = {"q": q, "k": k, "v": v}
             observed = []
@@ -247,7 +233,6 @@ def probe_attention_backward(student, rng, out):
     record_large(out, rng, f"Tq = {Tq}, Tk = {Tk}, d = {d}, dv = {dv}, no mask", run)
 
 
-SELFCHECK = "gradients against centred differences of your own forward pass, for"
 # dq and dk come through the softmax's Jacobian, a cancellation where the softmax
 # saturates (scores near 1e3): a correct log-sum-exp softmax and the max-shift one differ
 # there by 2e-13 of the largest entry, which is 2e-5 of an entry of 1e-11 (measured,
@@ -300,15 +285,14 @@ register(
                     cap=WRONG_VALUE_CAP,
                     requires="byhand",
                 ),
-                "selfcheck": Rule(
-                    SELFCHECK,
-                    kind="below",
+                "selfcheck": self_check_rule(
+                    "gradients",
+                    "forward pass",
                     rtol=1e-6,
                     weight=2,
                     hint="a gradient does not match the forward pass it comes from: the "
                     "softmax's Jacobian, or the 1 / sqrt(d), is off.",
                     requires=("forward", "byhand"),
-                    measure=centred_error(),
                 ),
             },
             ("dq", "dk", "dv", "selfcheck"),
@@ -402,7 +386,7 @@ def probe_multihead_forward(student, rng, out):
     for label, x, weights, heads, mask in _mha_cases(rng):
         out.record(
             f"out:{label}",
-            lambda x=x, w=weights, h=heads, m=mask: forward(x, *_copies(*w), h, m)[0],
+            lambda x=x, w=weights, h=heads, m=mask: forward(x, *copies(*w), h, m)[0],
         )
     N, T = _sizes(rng, 2, 3, 9)
     for heads in (2, 4):
@@ -415,8 +399,8 @@ def probe_multihead_forward(student, rng, out):
 
         def causal(x=x, later=later, weights=weights, heads=heads, t=t):
             mask = np.tril(np.ones((T, T), bool))
-            first = np.asarray(forward(x.copy(), *_copies(*weights), heads, mask)[0], np.float64)
-            second = np.asarray(forward(later, *_copies(*weights), heads, mask)[0], np.float64)
+            first = np.asarray(forward(x.copy(), *copies(*weights), heads, mask)[0], np.float64)
+            second = np.asarray(forward(later, *copies(*weights), heads, mask)[0], np.float64)
             return first, np.stack([first[:, : t + 1], second[:, : t + 1]])
 
         detail = f"{heads} heads, a causal mask, inputs after position {t} changed"
@@ -424,8 +408,8 @@ def probe_multihead_forward(student, rng, out):
         order = rng.permutation(T)
 
         def equivariant(x=x, weights=weights, heads=heads, order=order):
-            plain = np.asarray(forward(x.copy(), *_copies(*weights), heads)[0], np.float64)
-            permuted = forward(np.ascontiguousarray(x[:, order]), *_copies(*weights), heads)[0]
+            plain = np.asarray(forward(x.copy(), *copies(*weights), heads)[0], np.float64)
+            permuted = forward(np.ascontiguousarray(x[:, order]), *copies(*weights), heads)[0]
             return plain, np.stack([plain[:, order], np.asarray(permuted, np.float64)])
 
         detail = f"{heads} heads, no mask, positions permuted"
@@ -455,7 +439,7 @@ register(
                 hint="an output depends on a later position: the mask reaches every head "
                 "(and the heads are split by position, not across positions).",
                 requires="out",
-                measure=_differences,
+                measure=change_relative_to_largest,
             ),
             "equivariant": Rule(
                 "difference between the permuted output and the output of the permuted "
@@ -465,7 +449,7 @@ register(
                 hint="without a mask, attention must not depend on the order of positions: "
                 "a head that mixes positions (a wrong reshape) breaks it.",
                 requires="out",
-                measure=_differences,
+                measure=change_relative_to_largest,
             ),
         },
     )
@@ -480,7 +464,7 @@ def probe_multihead_backward(student, rng, out):
 
         def compute(x=x, weights=weights, heads=heads, mask=mask, dout=dout):
             (result, cache), forward_lines = lines_run(
-                lambda: forward(*_copies(x, *weights), heads, mask)
+                lambda: forward(*copies(x, *weights), heads, mask)
             )
             grads, backward_lines = lines_run(lambda: backward(dout.copy(), cache))
             inputs = dict(zip(names, [x, *weights], strict=True))
@@ -535,14 +519,8 @@ register(
                     )
                     for n in ("x", "Wq", "Wk", "Wv", "Wo")
                 },
-                "selfcheck": Rule(
-                    SELFCHECK,
-                    kind="below",
-                    rtol=1e-6,
-                    weight=2,
-                    hint="a gradient does not match the forward pass it comes from.",
-                    requires=("forward", "byhand"),
-                    measure=centred_error(),
+                "selfcheck": self_check_rule(
+                    "gradients", "forward pass", rtol=1e-6, weight=2, requires=("forward", "byhand")
                 ),
             },
             ("dx", "dWq", "dWk", "dWv", "dWo", "selfcheck"),
@@ -739,14 +717,12 @@ BLOCK = register(
                 cap=WRONG_VALUE_CAP,
                 hint="each parameter's gradient summed over N and T (flatten to (N T, D)).",
             ),
-            "selfcheck": Rule(
-                SELFCHECK,
-                kind="below",
+            "selfcheck": self_check_rule(
+                "gradients",
+                "forward pass",
                 rtol=1e-5,  # correct code: one draw in 100 reached 1.1e-6 (test_inputs_sweep)
                 weight=2,
-                hint="a gradient does not match the forward pass it comes from.",
                 requires="forward",
-                measure=centred_error(),
             ),
             "causal": Rule(
                 "change of the outputs up to t (relative) for",
@@ -755,7 +731,7 @@ BLOCK = register(
                 hint="an output of the block depends on a later position: pass the mask to "
                 "the attention.",
                 requires="forward",
-                measure=_differences,
+                measure=change_relative_to_largest,
             ),
         },
     )
@@ -888,12 +864,11 @@ register(
             "block": "block_forward or block_backward",
         },
         rules={
-            "loss": Rule(
-                "training loss",
-                rtol=LOSS_BAND,
-                hint="a curve that starts right and departs later has a gradient slightly "
-                "wrong; one that starts wrong, a forward pass (or the positions) off.",
-                picture="curve",
+            "loss": training_curve_rule(
+                LOSS_BAND,
+                "a curve that starts right and departs later has a gradient slightly wrong; "
+                "one that starts wrong, a forward pass (or the positions) off.",
+                what="training loss",
             ),
         },
     )

@@ -2,7 +2,14 @@
 
 import numpy as np
 
-from course.checks.common import as_given, away_from_zero, centred_error, flat, left_as_given
+from course.checks.common import (
+    as_given,
+    away_from_zero,
+    flat,
+    left_as_given,
+    self_check_rule,
+    training_curve_rule,
+)
 from course.data import two_moons
 from course.grader.model import Assignment, Broken, Check, Rule, register
 from course.grader.probe import inside_nudged
@@ -303,13 +310,13 @@ register(
                 "topological order, and each _backward must add (+=) into .grad.",
                 requires="data",  # a constant gradient (a + b) is guessable
             ),
-            "selfcheck": Rule(
-                "backward() against centred differences of your own forward, for",
-                kind="below",
+            "selfcheck": self_check_rule(
+                "backward()",
+                "forward",
                 rtol=1e-5,
                 hint="some _backward disagrees with its own forward computation.",
                 requires="data",
-                measure=centred_error(SELF_CHECK_STEP),
+                h=SELF_CHECK_STEP,
             ),
         },
     )
@@ -392,13 +399,13 @@ register(
                 "that uses it (reverse topological order, each node once).",
                 requires="data",  # a constant gradient (a + b) is guessable
             ),
-            "selfcheck": Rule(
-                "backward() against centred differences of your own forward, for",
-                kind="below",
+            "selfcheck": self_check_rule(
+                "backward()",
+                "forward",
                 rtol=1e-5,
                 hint="accumulation or visiting order.",
                 requires="data",
-                measure=centred_error(SELF_CHECK_STEP),
+                h=SELF_CHECK_STEP,
             ),
             # 1.0, a guessable number: credited only with the leaf's, which depends on a.
             "seed": Rule(
@@ -633,12 +640,8 @@ register(
             "value_accumulation": "Value.backward (a node used more than once)",
         },
         rules={
-            "loss": Rule(
-                "training loss curve",
-                rtol=LOSS_BAND,
-                weight=2,
-                hint="a gradient that is wrong somewhere in Value, even slightly.",
-                picture="curve",
+            "loss": training_curve_rule(
+                LOSS_BAND, "a gradient that is wrong somewhere in Value, even slightly.", weight=2
             ),
             # A guessable number (1.0 on an easy problem): credited only with the curve.
             "accuracy": Rule(

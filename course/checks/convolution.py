@@ -21,13 +21,14 @@ from course.checks.common import (
     CARRIED_03,
     WRONG_VALUE_CAP,
     away_from_zero,
-    centred_error,
     clear_of_kinks,
     drawn_with,
     moments,
     nudged_observation,
     record_large,
+    self_check_rule,
     stacked,
+    training_curve_rule,
     with_large,
 )
 from course.data import digits
@@ -339,13 +340,12 @@ CONV_BACKWARD_NAIVE = register(
             **{k: dataclasses.replace(r, requires="byhand") for k, r in GRADIENT_RULES.items()},
             "byhand": BY_HAND_RULE,
             "forward": Rule("forward output for", rtol=1e-10, weight=0.5, hint=CONV_OUT_HINT),
-            "selfcheck": Rule(
-                "dx, dw, db against centred differences of your own conv_forward_naive, for",
-                kind="below",
+            "selfcheck": self_check_rule(
+                "dx, dw, db",
+                "conv_forward_naive",
                 rtol=1e-6,  # a wrong gradient is off by 1e-2 or more; rounding gives 1e-9
                 hint="the backward pass does not match the forward pass.",
                 requires=("forward", "byhand"),
-                measure=centred_error(),
             ),
         },
     )
@@ -906,13 +906,12 @@ SPATIAL_BATCHNORM = register(
                 cap=WRONG_VALUE_CAP,
                 hint_unless=(("forward", LAYOUT_HINT), ("dx", BACKWARD_LAYOUT_HINT)),
             ),
-            "selfcheck": Rule(
-                "dx, dgamma, dbeta against centred differences of your own forward, for",
-                kind="below",
+            "selfcheck": self_check_rule(
+                "dx, dgamma, dbeta",
+                "forward",
                 rtol=1e-6,
                 hint="the backward pass does not match the forward pass.",
                 requires="forward",
-                measure=centred_error(),
             ),
             "sum": Rule(
                 "largest per-channel sum of dx, over the largest |dx|, for",
@@ -1149,20 +1148,12 @@ register(
                 hint="backpropagate through affine, pool, relu and conv in reverse; the "
                 "regulariser adds reg * W.",
             ),
-            "selfcheck": Rule(
-                "gradients against centred differences of your own loss,",
-                kind="below",
-                rtol=1e-5,
-                hint="a gradient does not match the loss it comes from.",
-                requires="loss",
-                measure=centred_error(),
-            ),
-            "curve": Rule(
-                "",
-                rtol=CONVNET_BAND,
+            "selfcheck": self_check_rule("gradients", "loss", rtol=1e-5, requires="loss", then=""),
+            "curve": training_curve_rule(
+                CONVNET_BAND,
+                "a gradient of SmallConvNet, or its loss, that is wrong, even slightly.",
+                what="",
                 weight=3,
-                hint="a gradient of SmallConvNet, or its loss, that is wrong, even slightly.",
-                picture="curve",
             ),
         },
     )

@@ -10,14 +10,16 @@ import numpy as np
 from course.checks.common import (
     INPUTS_RULE,
     away_from_zero,
-    centred_error,
+    copies,
     drawn_with,
     gradient_observation,
     large_scores,
     moments,
     nudged_observation,
     record_network_loss,
+    self_check_rule,
     stacked,
+    training_curve_rule,
 )
 from course.grader.model import Assignment, Check, Rule, register
 from course.grader.probe import nudged
@@ -40,10 +42,6 @@ ASSIGNMENT = Assignment(
 NOTEBOOK = ASSIGNMENT.key
 
 
-def _copies(*arrays):
-    return [a.copy() for a in arrays]
-
-
 # ------------------------------------------------------------------- affine
 
 
@@ -52,9 +50,7 @@ def probe_affine_forward(student, rng, out):
         x = rng.standard_normal(x_shape)
         w = rng.standard_normal((int(np.prod(x_shape[1:])), M))
         b = rng.standard_normal(M)
-        out.record(
-            f"out:{name}", lambda x=x, w=w, b=b: student.affine_forward(*_copies(x, w, b))[0]
-        )
+        out.record(f"out:{name}", lambda x=x, w=w, b=b: student.affine_forward(*copies(x, w, b))[0])
 
 
 register(
@@ -87,7 +83,7 @@ def probe_affine_backward(student, rng, out):
         dout = rng.standard_normal((x_shape[0], M))
 
         def compute(x=x, w=w, b=b, dout=dout):
-            _, cache = student.affine_forward(*_copies(x, w, b))
+            _, cache = student.affine_forward(*copies(x, w, b))
             dx, dw, db = student.affine_backward(dout.copy(), cache)
             inputs = {"x": x, "w": w, "b": b}
             observed = []
@@ -122,13 +118,12 @@ register(
                 hint="dw = x_flat.T @ dout, with x flattened to (N, D).",
             ),
             "db": Rule("gradient db for", rtol=1e-9, hint="db sums dout over the batch (axis 0)."),
-            "selfcheck": Rule(
-                "dx, dw, db against centred differences of your own affine_forward, for",
-                kind="below",
+            "selfcheck": self_check_rule(
+                "dx, dw, db",
+                "affine_forward",
                 rtol=1e-7,
                 hint="the backward pass does not match the forward pass.",
                 requires="dx",
-                measure=centred_error(),
             ),
         },
     )
@@ -221,13 +216,13 @@ def score_loss_rules(loss_hint: str, gradient_hint: str, large_weight: float) ->
         "dx": Rule("gradient dx at", rtol=1e-8, hint=gradient_hint),
         "large_loss": Rule("loss at", rtol=1e-9, hint=loss_hint, weight=large_weight),
         "large_dx": Rule("gradient dx at", rtol=1e-8, hint=gradient_hint, weight=large_weight),
-        "selfcheck": Rule(
-            "dx against centred differences of your own loss, at",
-            kind="below",
+        "selfcheck": self_check_rule(
+            "dx",
+            "loss",
             rtol=1e-5,  # a wrong dx is off by 1e-2 or more; rounding alone reaches 1e-7
             hint="the gradient does not match the loss it comes from.",
             requires="loss",
-            measure=centred_error(),
+            then="at",
         ),
     }
 
@@ -362,14 +357,7 @@ register(
                 hint="backpropagate through affine, relu, affine; the regulariser adds "
                 "reg * W to the weight matrices' gradients only.",
             ),
-            "selfcheck": Rule(
-                "gradients against centred differences of your own loss,",
-                kind="below",
-                rtol=1e-6,
-                hint="a gradient does not match the loss it comes from.",
-                requires="loss",
-                measure=centred_error(),
-            ),
+            "selfcheck": self_check_rule("gradients", "loss", rtol=1e-6, requires="loss", then=""),
             "inputs": INPUTS_RULE,
         },
     )
@@ -472,12 +460,10 @@ register(
             "sgd": "sgd",
         },
         rules={
-            "loss": Rule(
-                "training loss curve",
-                rtol=LOSS_BAND,
+            "loss": training_curve_rule(
+                LOSS_BAND,
+                "a gradient of TwoLayerNet, or the sgd step, that is wrong, even slightly.",
                 weight=2,
-                hint="a gradient of TwoLayerNet, or the sgd step, that is wrong, even slightly.",
-                picture="curve",
             ),
             # A guessable number (1.0 on an easy problem): credited only with the curve.
             "accuracy": Rule(

@@ -12,13 +12,13 @@ import numpy as np
 from course.checks.common import (
     INPUTS_RULE,
     away_from_zero,
-    centred_error,
     clear_of_kinks,
     drawn_with,
     moments,
     record_network_loss,
     relu_distance,
     seeded,
+    self_check_rule,
 )
 from course.grader.model import Assignment, Check, Rule, register
 
@@ -298,13 +298,11 @@ register(
                 rtol=1e-8,
                 hint="backpropagate through the layers in reverse; the regulariser adds reg * W_l.",
             ),
-            "selfcheck": Rule(
-                "gradients against centred differences of your own loss, for",
-                kind="below",
+            "selfcheck": self_check_rule(
+                "gradients",
+                "loss",
                 rtol=1e-5,  # a wrong gradient is off by 1e-3 or more; kinks and rounding 1e-7
-                hint="a gradient does not match the loss it comes from.",
                 requires="loss",
-                measure=centred_error(),
             ),
             "inputs": INPUTS_RULE,
         },

@@ -16,13 +16,14 @@ from course.checks.common import (
     BY_HAND_RULE,
     WRONG_VALUE_CAP,
     as_given,
-    centred_error,
     flat,
     gradient_observation,
     left_as_given,
     nudged_observation,
     record_large,
+    self_check_rule,
     stacked,
+    training_curve_rule,
     with_large,
 )
 from course.grader.model import Assignment, Check, Rule, register
@@ -178,14 +179,12 @@ def layer_rules(
         requires=hand,
         hint_unless=forward_first,
     )
-    rules["selfcheck"] = Rule(
-        f"{what} gradients against centred differences of your own forward pass, for",
-        kind="below",
+    rules["selfcheck"] = self_check_rule(
+        f"{what} gradients",
+        "forward pass",
         rtol=1e-6,  # correct code: 1e-8 and below; a wrong term: 1e-3 and above
         weight=2,
-        hint="a gradient does not match the forward pass it comes from.",
         requires=("out", *hand),
-        measure=centred_error(),
     )
     return with_large(rules, ("grad", "selfcheck")) if by_hand else rules
 
@@ -593,13 +592,12 @@ register(
                     "not dW[x] = dout nor dW[x] += dout (a repeated index is written once: one "
                     "gradient kept).",
                 ),
-                "eselfcheck": Rule(
-                    "embedding dW against centred differences of your own forward pass, for",
-                    kind="below",
+                "eselfcheck": self_check_rule(
+                    "embedding dW",
+                    "forward pass",
                     rtol=1e-6,
                     hint="dW does not match the forward pass it comes from.",
                     requires="embed",
-                    measure=centred_error(),
                 ),
                 **layer_rules(
                     "temporal affine",
@@ -878,13 +876,12 @@ register(
         probe=probe_char_training,
         builds_on=CARRIED_LAYERS,
         rules={
-            "loss": Rule(
-                "training loss",
-                rtol=LOSS_BAND,
-                weight=2,
-                hint="a curve off from the first step: the forward pass of a layer; one "
+            "loss": training_curve_rule(
+                LOSS_BAND,
+                "a curve off from the first step: the forward pass of a layer; one "
                 "that departs later: a gradient or the clipping.",
-                picture="curve",
+                what="training loss",
+                weight=2,
             ),
             "norms": Rule(
                 "unclipped gradient norms",
