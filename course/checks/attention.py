@@ -67,6 +67,8 @@ def _sizes(rng, count: int, low: int = 2, high: int = 9) -> list[int]:
 
 
 def probe_softmax(student, rng, out):
+    """The learner's softmax along several axes and ranks, at scores near +-1e3 and on a
+    non-contiguous array: what a shift by the maximum of the wrong axis, or none, gets wrong."""
     softmax = student.softmax
     a, b, c = _sizes(rng, 3, 3, 8)
     wide = rng.standard_normal((a, 2 * b))
@@ -149,6 +151,8 @@ def _attention_cases(rng):
 
 
 def probe_attention_forward(student, rng, out):
+    """attention_forward's outputs on _attention_cases (Tq != Tk, d != dv, masks of every
+    shape the API allows, a square case, large scores), on copies of the inputs."""
     forward = student.attention_forward
     for label, q, k, v, mask in _attention_cases(rng):
         out.record(
@@ -198,6 +202,9 @@ def scale_factors(want) -> dict[float, tuple[str, str]]:
 
 
 def probe_attention_backward(student, rng, out):
+    """attention_backward's dq, dk, dv on _attention_cases, beside the forward values at nudged
+    inputs (the grader's centred differences), the lines each pass ran (by hand, not numerical)
+    and a large case that only a backward pass by hand finishes within its budget."""
     forward, backward = student.attention_forward, student.attention_backward
     for label, q, k, v, mask in _attention_cases(rng):
         dout = rng.standard_normal(q.shape[:-1] + v.shape[-1:])
@@ -305,6 +312,8 @@ register(
 
 
 def probe_causal_mask(student, rng, out):
+    """causal_mask(T) for T = 1 and three drawn sizes, seen through random values (its values
+    alone repeat for every seed that draws the same T), and the kind of its dtype."""
     # Seen through random values (np.where(mask, X, 0)): a mask depends only on T, so
     # its values alone would be the same for every seed that draws the same T.
     for T in [1, *_sizes(rng, 3, 2, 12)]:
@@ -382,6 +391,9 @@ def _mha_cases(rng):
 
 
 def probe_multihead_forward(student, rng, out):
+    """multihead_attention_forward's outputs on _mha_cases, and the invariants the grader
+    measures: outputs up to t unchanged when later inputs change (with a causal mask), and
+    permuting the positions permutes the outputs (without one)."""
     forward = student.multihead_attention_forward
     for label, x, weights, heads, mask in _mha_cases(rng):
         out.record(
@@ -457,6 +469,8 @@ register(
 
 
 def probe_multihead_backward(student, rng, out):
+    """multihead_attention_backward's gradients of x and the four weights, beside the forward
+    values at nudged inputs, the lines each pass ran, and a large case timed against a budget."""
     forward, backward = student.multihead_attention_forward, student.multihead_attention_backward
     names = ("x", "Wq", "Wk", "Wv", "Wo")
     for label, x, weights, heads, mask in _mha_cases(rng)[1::2] + _mha_cases(rng)[-3:-1]:
@@ -533,6 +547,8 @@ register(
 
 
 def probe_positional_encoding(student, rng, out):
+    """positional_encoding(T, D) at sizes from wide ranges, and a long sequence in few
+    dimensions: a table replayed from the notebook's sizes is right only where they repeat."""
     # Sizes from wide ranges: the encoding is a function of (T, D) alone, so a committed
     # table replayed is right wherever the sizes happen to repeat.
     T1, T2 = _sizes(rng, 2, 3, 60)
@@ -621,6 +637,9 @@ def _block_cases(rng):
 
 
 def probe_block(student, rng, out):
+    """The transformer block's output, dx and every parameter's gradient on _block_cases,
+    beside its forward values at nudged inputs; with a causal mask, the outputs up to t after
+    later inputs changed (judged by change_relative_to_largest)."""
     forward, backward = student.block_forward, student.block_backward
     for label, x, params, heads, mask in _block_cases(rng):
         dout = rng.standard_normal(x.shape)
@@ -829,6 +848,8 @@ class _Transformer:
 
 
 def probe_transformer_training(student, rng, out):
+    """The loss curve of a tiny transformer built on the learner's layers and trained with a
+    fixed Adam on a copying task, with and without the positional encoding."""
     V, L = int(rng.integers(4, 8)), int(rng.integers(3, 6))
     heads = int(rng.choice([2, 4]))
     D = heads * int(rng.integers(2, 5))
@@ -879,6 +900,9 @@ register(
 
 
 def probe_predictions(student, rng, out):
+    """The learner's predicted numbers (the spread of q . k, the loss of a uniform guess, ...)
+    at three settings each, drawn from the seed: a number written for the notebook's settings
+    alone is right only there."""
     # Three settings each, judged together: a value replayed from another run must not
     # fall within the 2% band of all three by chance.
     # K small: log(K - 1) for log K (the separator left out) must show.

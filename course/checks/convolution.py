@@ -151,6 +151,9 @@ def _equivariance_gap(got, want) -> float:
 
 
 def probe_conv_forward_naive(student, rng, out):
+    """conv_forward_naive's outputs on _cases (strides, pads, non-square inputs and filters),
+    the outputs of a shifted input beside the shifted outputs (equivariance), and a shape the
+    filter cannot tile, which must raise."""
     forward = student.conv_forward_naive
     for label, (x, w, b, param) in _cases(rng).items():
         out.record(
@@ -272,6 +275,8 @@ def record_gradients(
 
 
 def probe_conv_backward_naive(student, rng, out):
+    """conv_backward_naive's gradients on every case (the small ones also with the forward at
+    nudged inputs), the lines it ran, and a large case timed against a budget."""
     cases = _cases(rng)
     small = _small_cases(rng)
     record_gradients(
@@ -380,6 +385,8 @@ def _pool_cases(rng):
 
 
 def probe_max_pool(student, rng, out):
+    """Max pooling's outputs and dx on windows drawn without ties (no window has two maxima),
+    and a large case of overlapping windows timed against a budget."""
     for label, shape, ph, pw, stride in _pool_cases(rng):
         x = _without_ties(rng, shape)
         param = {"pool_height": ph, "pool_width": pw, "stride": stride}
@@ -443,6 +450,9 @@ MAX_POOL_NAIVE.rules = with_large(MAX_POOL_NAIVE.rules, ("dx",))
 
 
 def probe_predictions(student, rng, out):
+    """The learner's predicted numbers (an output shape, receptive fields, cost ratios) for
+    settings drawn from the seed: a number written for the notebook's settings alone is right
+    only there."""
     # Settings from the (secret) seed: an answer written for the notebook's settings
     # alone (a number, not the formula) is right only there.
     N, C, F = _distinct(rng, 2, 12, 3)
@@ -504,6 +514,8 @@ register(
 
 
 def probe_conv_fast(student, rng, out):
+    """The fast convolution's outputs and gradients on the same cases as the naive one's, the
+    lines its backward ran, and a large case timed against a budget."""
     forward = student.conv_forward_fast
     cases = _cases(rng)
     for label, (x, w, b, param) in cases.items():
@@ -801,6 +813,8 @@ BACKWARD_LAYOUT_HINT = (
 
 
 def probe_spatial_batchnorm(student, rng, out):
+    """Spatial batch norm in train mode (outputs, running averages) and test mode, its gradients
+    beside the forward at nudged inputs, and the per-channel sums of dx, on _bn_cases."""
     forward, backward = student.spatial_batchnorm_forward, student.spatial_batchnorm_backward
     for label, x in _bn_cases(rng):
         C = x.shape[1]
@@ -1000,6 +1014,9 @@ def _convnet_with(student, shape, F, classes, params, reg):
 
 
 def probe_convnet(student, rng, out):
+    """SmallConvNet's parameter shapes, its initialisation's statistics, its loss and gradients
+    (beside its own loss at nudged parameters), and 30 steps of SGD on the digits from hidden
+    weights: the loss curve."""
     # A non-square image, channels different from filters: a hard-coded 8x8 or C = 1 shows.
     C, F, classes, N = _distinct(rng, 2, 6, 4)
     H, W = (2 * v for v in _distinct(rng, 2, 4, 2))

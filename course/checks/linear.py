@@ -227,6 +227,8 @@ register(
 
 
 def probe_predictions(student, rng, out):
+    """The learner's predicted numbers (the loss -log(p + eps) reports, the regulariser's factor
+    on W, ...) at three settings each, drawn from the seed and judged together."""
     # Settings from the (secret) seed, three each, judged together: an answer written for
     # the notebook's settings alone (a number, not the formula) is right only there.
     # eps spans 1e-15 to 1e-3, so log10 for the natural log (a factor 2.3) always shows.

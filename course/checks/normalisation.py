@@ -115,6 +115,9 @@ def _sums(axis: int):
 
 
 def probe_batchnorm_forward(student, rng, out):
+    """batchnorm_forward in train mode on _cases and at a mean of 1e6, the running averages
+    after 3 steps, test mode from given averages, and the outputs for x and 100 x, which must
+    be the same."""
     forward = student.batchnorm_forward
     N = int(rng.integers(8, 12))
     cases = _cases(rng) + [
@@ -313,6 +316,8 @@ def norm_backward_probe(
 
 
 def norm_backward_rules(hint: str, sum_words: str, axis: int) -> dict[str, Rule]:
+    """The rules of a normalisation's backward check (_norm_backward_rules), with the large case
+    required by each of its gradients."""
     gradients = ("dx", "dgamma", "dbeta", "selfcheck")
     return with_large(_norm_backward_rules(hint, sum_words, axis), gradients)
 
@@ -379,6 +384,8 @@ for name, points in (("batchnorm_backward", 3), ("batchnorm_backward_alt", 2)):
 
 
 def probe_layernorm_forward(student, rng, out):
+    """layernorm_forward's outputs on _cases, a transposed x and rows offset by 1e6, with eps
+    given where the variance is near it, and each row alone against the whole batch."""
     forward = student.layernorm_forward
     tall = 2 + 3 * rng.standard_normal((int(rng.integers(4, 7)), int(rng.integers(8, 11))))
     N = int(rng.integers(4, 7))
@@ -497,6 +504,9 @@ def _redrawn(got, want):
 
 
 def probe_dropout_forward(student, rng, out):
+    """dropout_forward in train mode on about 100,000 units, as the mask's sample statistics
+    (share kept, per row and column, another seed's overlap) and the scale of what is kept; a
+    seed drawing the same mask again; test mode, the identity; and an unknown mode."""
     forward = student.dropout_forward
     for label, low in (("p near 0.3", 0.25), ("p near 0.8", 0.75)):
         p = float(rng.uniform(low, low + 0.1))
@@ -649,6 +659,8 @@ def _dx_through_mask(got, want):
 
 
 def probe_dropout_backward(student, rng, out):
+    """dropout_backward in train mode beside its forward's output (the grader checks dx uses the
+    same mask), and in test mode."""
     shape = (int(rng.integers(50, 61)), int(rng.integers(40, 49)))
     x, dout = away_from_zero(rng, shape, 1.0, 2.0), rng.standard_normal(shape)
     p, seed = float(rng.uniform(0.5, 0.7)), int(rng.integers(1 << 30))
@@ -880,6 +892,9 @@ def _dropped_hidden(got, want):
 
 
 def probe_fully_connected_net(student, rng, out):
+    """FullyConnectedNet with batch norm and layer norm: its parameters' names, shapes, initial
+    gains and dtypes, then its loss and gradients (with a regulariser, with dropout) beside its
+    own loss at nudged parameters."""
     Net = student.FullyConnectedNet
     for normalization in ("batchnorm", "layernorm"):
         dims = _net_dims(rng)
@@ -1104,6 +1119,8 @@ def _plain_sgd(w, dw, config):
 
 
 def probe_normalised_training(student, rng, out):
+    """The loss curve of the learner's normalised network (batch norm, then layer norm) trained
+    from a 0.01-scale start by a trusted loop, and its test-mode scores after training."""
     # Sizes from the (secret) seed: N, D, C and the widths all different.
     N, D, C = int(rng.integers(60, 69)), int(rng.integers(10, 14)), int(rng.integers(4, 7))
     hidden = [int(rng.integers(low, low + 3)) for low in (16, 19, 22, 25)]
@@ -1160,6 +1177,8 @@ register(
 
 
 def probe_predictions(student, rng, out):
+    """The learner's predicted numbers (the running mean's fraction after k steps, the test /
+    train scale without 1 / p, ...) at three settings each, drawn from the seed."""
     # Settings from the (secret) seed: an answer written for the notebook's settings
     # alone (a number, not the formula) is right only there. Three settings each, judged
     # together: a constant, or a near formula (1 - momentum**(k + 1), PyTorch's

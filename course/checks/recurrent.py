@@ -217,6 +217,8 @@ def _rnn_step_cases(rng):
 
 
 def probe_rnn_step(student, rng, out):
+    """rnn_step's output and gradients on _rnn_step_cases (record_layer), and a wide large case
+    timed against a budget."""
     for label, inputs, shape in _rnn_step_cases(rng):
         record_layer(
             out,
@@ -344,6 +346,8 @@ register(
 
 
 def probe_lstm_step(student, rng, out):
+    """lstm_step's next h and c and their gradients, with N, D, H all different, a square Wx and
+    non-contiguous inputs (record_layer), and a large case timed against a budget."""
     N, D, H = _dims(rng, 3)
     k = int(rng.integers(3, 6))
     for label, (n, d, h), strided in (
@@ -498,6 +502,8 @@ register(
 
 
 def probe_temporal_layers(student, rng, out):
+    """The word embedding (ids used several times: their gradients must add up) and the temporal
+    affine layer: outputs and gradients, beside the forward at nudged inputs."""
     N, T, D, V = _dims(rng, 4)
     V += 4
     ids = rng.integers(0, V, (N, T))
@@ -620,6 +626,8 @@ register(
 
 
 def probe_temporal_softmax_loss(student, rng, out):
+    """temporal_softmax_loss with padding, a random mask and scores near 1e3: the loss and dx,
+    beside its own loss at nudged scores (not near 1e3, where that measures rounding)."""
     N, T, V = _dims(rng, 3)
     V += 5
     lengths = rng.integers(1, T + 1, N)
@@ -701,6 +709,8 @@ register(
 
 
 def probe_clip_grad_norm(student, rng, out):
+    """clip_grad_norm on gradients whose global norm is above, below and far above the limit (a
+    non-contiguous one among them): the clipped values, the norm returned and the inputs after."""
     shapes = [
         (int(rng.integers(2, 5)), int(rng.integers(5, 8))),
         (int(rng.integers(3, 9)),),
@@ -812,6 +822,9 @@ def _char_loss(student, params, ids, H):
 
 
 def probe_char_training(student, rng, out):
+    """The loss curve of a character model of the learner's layers trained with their clipping,
+    and the unclipped norms of dh0 through an RNN at spectral radius 3 with nearly linear
+    units, windows of 1 to 8 steps (the leak)."""
     params, ids, H = _char_model(rng)
     max_norm = float(rng.uniform(0.5, 1.0))
     learning_rate = float(rng.uniform(0.3, 0.5))
@@ -899,6 +912,8 @@ register(
 
 
 def probe_predictions(student, rng, out):
+    """The learner's predicted numbers (the loss at initialisation, gradient ratios and scales)
+    at three settings each, drawn from the seed and judged together."""
     # Three settings each, from the (secret) seed: an answer written for the notebook's
     # settings alone (a number, not the formula) is right only there, and answers replayed
     # from other inputs would have to fall in the band three times.
