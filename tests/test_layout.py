@@ -152,6 +152,25 @@ def test_an_upward_import_inside_a_function_is_caught(tmp_path):
     assert any(layer_of(name) > layer_of("course.plots") for name in imported)
 
 
+def test_the_package_never_imports_the_tests():
+    """The tests import the package, never the other way: no module of course/ imports
+    tests/ (an import statement, or importlib.import_module("tests...")), at its top or
+    inside a function. `course bench --bands` reads the variants as data
+    (course.authoring.variants.of_module)."""
+    found = []
+    for path in MODULES:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            elif isinstance(node, ast.Call) and ast.unparse(node.func).endswith("import_module"):
+                names = [ast.unparse(node.args[0]).strip("'\"f")] if node.args else []
+            found += [f"{module_name(path)}: {n}" for n in names if n.split(".")[0] == "tests"]
+    assert not found, found
+
+
 def test_a_checks_module_imports_no_other_assignments():
     """What several assignments share is in course.checks.common: a rule changed for one
     assignment moves no other's grade, and its kernel loads no other's module."""

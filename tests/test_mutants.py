@@ -14,8 +14,8 @@ import json
 import nbformat
 import pytest
 
-from course.authoring.build import notebook_from_text
-from course.authoring.classroom import judge_in_process, mutate, solution_sources
+from course.authoring.classroom import judge_in_process, solution_sources
+from course.authoring.variants import answers_of, changed_cells, source_notebook, traced
 from course.checks import assignment_modules
 from course.checks.common import WRONG_VALUE_CAP
 from course.grader.cells import grade_id_of_test_cell, nbgrader_meta, solution_cell_id
@@ -31,12 +31,6 @@ MODULES = [
 ]
 
 
-@functools.cache
-def source_notebook(assignment: str, notebook: str):
-    text = course_root() / "source" / assignment / f"{notebook}.pct.py"
-    return notebook_from_text(text.read_text())
-
-
 def max_scores(module) -> dict[str, float]:
     cells = source_notebook(module.ASSIGNMENT, module.NOTEBOOK).cells
     return {
@@ -44,17 +38,6 @@ def max_scores(module) -> dict[str, float]:
         for c in cells
         if grade_id_of_test_cell(c)
     }
-
-
-def answers_of(module, variant) -> dict[str, str]:
-    """{solution cell: code} that a variant submits in place of the reference."""
-    if hasattr(variant, "answers"):
-        return variant.answers
-    solutions = solution_sources(source_notebook(module.ASSIGNMENT, module.NOTEBOOK))
-    code = variant.code if variant.code is not None else solutions[variant.cell]
-    for old, new in variant.edits:
-        code = mutate(code, old, new)
-    return {variant.cell: code}
 
 
 def in_process(module, variant, inputs=None) -> dict[str, float]:
@@ -77,72 +60,16 @@ def in_process(module, variant, inputs=None) -> dict[str, float]:
 def cells_run_by_check(module) -> dict[str, frozenset[str]]:
     """{grade id: the solution cells whose code ran while that check judged the reference
     solutions on the public inputs}."""
-    import sys
-    import threading
-
     from course.checks import get_check
-    from course.grader.probe import probe
     from course.grader.sources import solution_namespace
 
     nb = source_notebook(module.ASSIGNMENT, module.NOTEBOOK)
-    cell_of_file = {f"<deps:{c.id}>": solution_cell_id(c) for c in nb.cells if solution_cell_id(c)}
     namespace = solution_namespace(nb, "deps")
-    found = {}
-    for cell in nb.cells:
-        name = grade_id_of_test_cell(cell)
-        if name is None:
-            continue
-        ran = set()
-
-        def note(frame, event, arg, ran=ran):
-            if event == "call" and frame.f_code.co_filename in cell_of_file:
-                ran.add(cell_of_file[frame.f_code.co_filename])
-
-        before = sys.getprofile()
-        sys.setprofile(note)
-        threading.setprofile(note)
-        try:
-            probe(get_check(name), namespace)
-        finally:
-            sys.setprofile(before)
-            threading.setprofile(None)
-        found[name] = frozenset(ran)
-    return found
-
-
-def _binds(code: str) -> set[str] | None:
-    """The names a cell's top level binds, or None unless all it does is define functions
-    and classes (undecorated), import, and hold docstrings, with no `global` anywhere."""
-    import ast
-
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return None
-    if any(isinstance(node, ast.Global | ast.Nonlocal) for node in ast.walk(tree)):
-        return None
-    names = set()
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.ClassDef) and not node.decorator_list:
-            names.add(node.name)
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
-        elif not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
-            return None
-    return names
-
-
-def changed_cells(module, variant) -> set[str] | None:
-    """The solution cells a variant changes, or None where judging only the checks that
-    run them would not be sound (see above)."""
-    solutions = solution_sources(source_notebook(module.ASSIGNMENT, module.NOTEBOOK))
-    answers = answers_of(module, variant)
-    changed = {cell for cell, code in answers.items() if code != solutions.get(cell)}
-    for cell in changed:
-        ours = _binds(solutions[cell]) if cell in solutions else None
-        if ours is None or _binds(answers[cell]) != ours:
-            return None
-    return changed
+    return {
+        name: traced(get_check(name), nb, namespace, None, "deps")[1]
+        for name in map(grade_id_of_test_cell, nb.cells)
+        if name is not None
+    }
 
 
 def in_process_affected(module, variant, inputs=None) -> dict[str, float]:

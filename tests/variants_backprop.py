@@ -1,6 +1,6 @@
 """Student variants of assignment 01 for the mutation harness (see tests/variant_kinds.py)."""
 
-from tests.variant_kinds import Alternate, Mutant, m
+from course.authoring.variants import Alternate, Mutant, m
 
 ASSIGNMENT, NOTEBOOK = "01_backprop", "backprop"
 

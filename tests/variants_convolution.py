@@ -5,7 +5,7 @@ assertions stay out of the tests, so `conv_fast_speed` is shown to catch wrong r
 (its time is credited only when the fast pair matches the loops).
 """
 
-from tests.variant_kinds import Alternate, m, wrong
+from course.authoring.variants import Alternate, m, wrong
 
 ASSIGNMENT, NOTEBOOK = "06_convolution", "convolution"
 

@@ -1,6 +1,6 @@
 """Student variants of assignment 03 for the mutation harness (see tests/variant_kinds.py)."""
 
-from tests.variant_kinds import Alternate, m
+from course.authoring.variants import Alternate, m
 
 ASSIGNMENT, NOTEBOOK = "03_multilayer", "multilayer"
 

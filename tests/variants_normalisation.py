@@ -1,6 +1,6 @@
 """Student variants of assignment 05 for the mutation harness (see tests/variant_kinds.py)."""
 
-from tests.variant_kinds import Alternate, m, wrong
+from course.authoring.variants import Alternate, m, wrong
 
 ASSIGNMENT, NOTEBOOK = "05_normalisation", "normalisation"
 

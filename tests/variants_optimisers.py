@@ -1,6 +1,6 @@
 """Student variants of assignment 04 for the mutation harness (see tests/variant_kinds.py)."""
 
-from tests.variant_kinds import Alternate, Convention, Mutant, m
+from course.authoring.variants import Alternate, Convention, Mutant, m
 
 ASSIGNMENT, NOTEBOOK = "04_optimisers", "optimisers"
 

@@ -1,6 +1,6 @@
 """Student variants of assignment 07 for the mutation harness (see tests/variant_kinds.py)."""
 
-from tests.variant_kinds import Alternate, Convention, m, wrong
+from course.authoring.variants import Alternate, Convention, m, wrong
 
 ASSIGNMENT, NOTEBOOK = "07_recurrent", "recurrent"
 

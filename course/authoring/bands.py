@@ -11,21 +11,20 @@ must catch (each mutant's largest deviation over the banded keys, the smallest o
 mutants and the seeds where no other sub-check of the cell catches it: there the band
 alone decides).
 
-Needs the checkout's tests/ (the variants): an authoring tool, not a grading one.
+Reads the checkout's tests/variants_*.py as data (course.authoring.variants.of_module; the
+package never imports the tests): an authoring tool, not a grading one.
 """
 
 from __future__ import annotations
 
 import importlib
 import math
-import sys
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from course.grader.inputs import seed_of
-from course.paths import course_root
 
 # {check: (checks module, name of its band constant, the rules it bands)}. The rules that
 # compare a curve or a trained network's outputs: rtol=LOSS_BAND / CONVNET_BAND, and 05's
@@ -94,46 +93,17 @@ def caught_elsewhere(check, got: dict, want: dict, rules: tuple[str, ...]) -> bo
     )
 
 
-def _with_tests() -> None:
-    """The checkout's tests/ importable (the variants and the harness's answers_of)."""
-    root = str(course_root())
-    if root not in sys.path:
-        sys.path.insert(0, root)
-
-
-def traced(check, nb, namespace, seed) -> tuple[dict, frozenset[str]]:
-    """(the probe's outputs, the solution cells whose code ran in it), as the mutation
-    harness traces them (tests/test_mutants.py, cells_run_by_check)."""
-    import threading
-
-    from course.grader.cells import solution_cell_id
-    from course.grader.probe import probe
-
-    cell_of_file = {f"<solution:{c.id}>": solution_cell_id(c) for c in nb.cells}
-    ran = set()
-
-    def note(frame, event, arg):
-        if event == "call" and frame.f_code.co_filename in cell_of_file:
-            ran.add(cell_of_file[frame.f_code.co_filename])
-
-    before = sys.getprofile()
-    sys.setprofile(note)
-    threading.setprofile(note)
-    try:
-        outputs = probe(check, namespace, seed)
-    finally:
-        sys.setprofile(before)
-        threading.setprofile(None)
-    return outputs, frozenset(c for c in ran if c)
-
-
 def measure(entry: str, seeds: int = SEEDS) -> Row:
+    from course.authoring.variants import (
+        answers_of,
+        changed_cells,
+        of_module,
+        source_notebook,
+        traced,
+    )
     from course.checks import get_check
     from course.grader.probe import probe
     from course.grader.sources import solution_namespace
-
-    _with_tests()
-    from tests.test_mutants import answers_of, changed_cells, source_notebook
 
     name = entry.partition(":")[0]
     module_name, constant, rules = BANDED[entry]
@@ -142,7 +112,7 @@ def measure(entry: str, seeds: int = SEEDS) -> Row:
     band = float(getattr(checks_module, constant))
     for rule in rules:
         assert check.rules[rule].rtol == band, f"{entry}: rule {rule} is not banded by {constant}"
-    variants = importlib.import_module(f"tests.variants_{module_name}")
+    variants = of_module(module_name)
     nb = source_notebook(variants.ASSIGNMENT, variants.NOTEBOOK)
     row = Row(entry, band)
     started = time.perf_counter()

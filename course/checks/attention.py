@@ -16,10 +16,13 @@ from course.checks.common import (
     BY_HAND_RULE,
     WRONG_VALUE_CAP,
     away_from_zero,
-    centred_error,
+    change_relative_to_largest,
+    copies,
     nudged_observation,
     record_large,
+    self_check_rule,
     stacked,
+    training_curve_rule,
     with_large,
 )
 from course.grader.model import Assignment, Check, Rule, register
@@ -55,23 +58,6 @@ CARRIED_05 = {
 }
 
 
-def _copies(*arrays):
-    return [np.array(a, copy=True) for a in arrays]
-
-
-def _differences(got, want) -> float:
-    """measure: how far the arrays stacked in an observation differ from the first one
-    (outputs that must not change: the outputs up to t after later inputs changed, the
-    permuted outputs against the outputs of the permuted input)."""
-    got = np.asarray(got, dtype=np.float64)
-    if got.ndim < 2 or len(got) < 2 or not np.all(np.isfinite(got)):
-        return float("inf")
-    scale = float(np.abs(got[0]).max())
-    if scale == 0:
-        return float("inf")  # all zeros: nothing computed
-    return max(float(np.abs(other - got[0]).max()) / scale for other in got[1:])
-
-
 def _sizes(rng, count: int, low: int = 2, high: int = 9) -> list[int]:
     """`count` different sizes in [low, high)."""
     return [int(s) for s in rng.choice(np.arange(low, high), size=count, replace=False)]
@@ -81,6 +67,8 @@ def _sizes(rng, count: int, low: int = 2, high: int = 9) -> list[int]:
 
 
 def probe_softmax(student, rng, out):
+    """The learner's softmax along several axes and ranks, at scores near +-1e3 and on a
+    non-contiguous array: what a shift by the maximum of the wrong axis, or none, gets wrong."""
     softmax = student.softmax
     a, b, c = _sizes(rng, 3, 3, 8)
     wide = rng.standard_normal((a, 2 * b))
@@ -163,12 +151,14 @@ def _attention_cases(rng):
 
 
 def probe_attention_forward(student, rng, out):
+    """attention_forward's outputs on _attention_cases (Tq != Tk, d != dv, masks of every
+    shape the API allows, a square case, large scores), on copies of the inputs."""
     forward = student.attention_forward
     for label, q, k, v, mask in _attention_cases(rng):
         out.record(
             f"out:{label}",
             lambda q=q, k=k, v=v, mask=mask: forward(
-                q, *_copies(k, v), None if mask is None else mask.copy()
+                q, *copies(k, v), None if mask is None else mask.copy()
             )[0],
         )
 
@@ -212,12 +202,15 @@ def scale_factors(want) -> dict[float, tuple[str, str]]:
 
 
 def probe_attention_backward(student, rng, out):
+    """attention_backward's dq, dk, dv on _attention_cases, beside the forward values at nudged
+    inputs (the grader's centred differences), the lines each pass ran (by hand, not numerical)
+    and a large case that only a backward pass by hand finishes within its budget."""
     forward, backward = student.attention_forward, student.attention_backward
     for label, q, k, v, mask in _attention_cases(rng):
         dout = rng.standard_normal(q.shape[:-1] + v.shape[-1:])
 
         def compute(q=q, k=k, v=v, mask=mask, dout=dout):
-            (result, cache), forward_lines = lines_run(lambda: forward(*_copies(q, k, v), mask))
+            (result, cache), forward_lines = lines_run(lambda: forward(*copies(q, k, v), mask))
             grads, backward_lines = lines_run(lambda: backward(dout.copy(), cache))
             inputs = {"q": q, "k": k, "v": v}
             observed = []
@@ -247,7 +240,6 @@ def probe_attention_backward(student, rng, out):
     record_large(out, rng, f"Tq = {Tq}, Tk = {Tk}, d = {d}, dv = {dv}, no mask", run)
 
 
-SELFCHECK = "gradients against centred differences of your own forward pass, for"
 # dq and dk come through the softmax's Jacobian, a cancellation where the softmax
 # saturates (scores near 1e3): a correct log-sum-exp softmax and the max-shift one differ
 # there by 2e-13 of the largest entry, which is 2e-5 of an entry of 1e-11 (measured,
@@ -300,15 +292,14 @@ register(
                     cap=WRONG_VALUE_CAP,
                     requires="byhand",
                 ),
-                "selfcheck": Rule(
-                    SELFCHECK,
-                    kind="below",
+                "selfcheck": self_check_rule(
+                    "gradients",
+                    "forward pass",
                     rtol=1e-6,
                     weight=2,
                     hint="a gradient does not match the forward pass it comes from: the "
                     "softmax's Jacobian, or the 1 / sqrt(d), is off.",
                     requires=("forward", "byhand"),
-                    measure=centred_error(),
                 ),
             },
             ("dq", "dk", "dv", "selfcheck"),
@@ -321,6 +312,8 @@ register(
 
 
 def probe_causal_mask(student, rng, out):
+    """causal_mask(T) for T = 1 and three drawn sizes, seen through random values (its values
+    alone repeat for every seed that draws the same T), and the kind of its dtype."""
     # Seen through random values (np.where(mask, X, 0)): a mask depends only on T, so
     # its values alone would be the same for every seed that draws the same T.
     for T in [1, *_sizes(rng, 3, 2, 12)]:
@@ -398,11 +391,14 @@ def _mha_cases(rng):
 
 
 def probe_multihead_forward(student, rng, out):
+    """multihead_attention_forward's outputs on _mha_cases, and the invariants the grader
+    measures: outputs up to t unchanged when later inputs change (with a causal mask), and
+    permuting the positions permutes the outputs (without one)."""
     forward = student.multihead_attention_forward
     for label, x, weights, heads, mask in _mha_cases(rng):
         out.record(
             f"out:{label}",
-            lambda x=x, w=weights, h=heads, m=mask: forward(x, *_copies(*w), h, m)[0],
+            lambda x=x, w=weights, h=heads, m=mask: forward(x, *copies(*w), h, m)[0],
         )
     N, T = _sizes(rng, 2, 3, 9)
     for heads in (2, 4):
@@ -415,8 +411,8 @@ def probe_multihead_forward(student, rng, out):
 
         def causal(x=x, later=later, weights=weights, heads=heads, t=t):
             mask = np.tril(np.ones((T, T), bool))
-            first = np.asarray(forward(x.copy(), *_copies(*weights), heads, mask)[0], np.float64)
-            second = np.asarray(forward(later, *_copies(*weights), heads, mask)[0], np.float64)
+            first = np.asarray(forward(x.copy(), *copies(*weights), heads, mask)[0], np.float64)
+            second = np.asarray(forward(later, *copies(*weights), heads, mask)[0], np.float64)
             return first, np.stack([first[:, : t + 1], second[:, : t + 1]])
 
         detail = f"{heads} heads, a causal mask, inputs after position {t} changed"
@@ -424,8 +420,8 @@ def probe_multihead_forward(student, rng, out):
         order = rng.permutation(T)
 
         def equivariant(x=x, weights=weights, heads=heads, order=order):
-            plain = np.asarray(forward(x.copy(), *_copies(*weights), heads)[0], np.float64)
-            permuted = forward(np.ascontiguousarray(x[:, order]), *_copies(*weights), heads)[0]
+            plain = np.asarray(forward(x.copy(), *copies(*weights), heads)[0], np.float64)
+            permuted = forward(np.ascontiguousarray(x[:, order]), *copies(*weights), heads)[0]
             return plain, np.stack([plain[:, order], np.asarray(permuted, np.float64)])
 
         detail = f"{heads} heads, no mask, positions permuted"
@@ -455,7 +451,7 @@ register(
                 hint="an output depends on a later position: the mask reaches every head "
                 "(and the heads are split by position, not across positions).",
                 requires="out",
-                measure=_differences,
+                measure=change_relative_to_largest,
             ),
             "equivariant": Rule(
                 "difference between the permuted output and the output of the permuted "
@@ -465,7 +461,7 @@ register(
                 hint="without a mask, attention must not depend on the order of positions: "
                 "a head that mixes positions (a wrong reshape) breaks it.",
                 requires="out",
-                measure=_differences,
+                measure=change_relative_to_largest,
             ),
         },
     )
@@ -473,6 +469,8 @@ register(
 
 
 def probe_multihead_backward(student, rng, out):
+    """multihead_attention_backward's gradients of x and the four weights, beside the forward
+    values at nudged inputs, the lines each pass ran, and a large case timed against a budget."""
     forward, backward = student.multihead_attention_forward, student.multihead_attention_backward
     names = ("x", "Wq", "Wk", "Wv", "Wo")
     for label, x, weights, heads, mask in _mha_cases(rng)[1::2] + _mha_cases(rng)[-3:-1]:
@@ -480,7 +478,7 @@ def probe_multihead_backward(student, rng, out):
 
         def compute(x=x, weights=weights, heads=heads, mask=mask, dout=dout):
             (result, cache), forward_lines = lines_run(
-                lambda: forward(*_copies(x, *weights), heads, mask)
+                lambda: forward(*copies(x, *weights), heads, mask)
             )
             grads, backward_lines = lines_run(lambda: backward(dout.copy(), cache))
             inputs = dict(zip(names, [x, *weights], strict=True))
@@ -535,14 +533,8 @@ register(
                     )
                     for n in ("x", "Wq", "Wk", "Wv", "Wo")
                 },
-                "selfcheck": Rule(
-                    SELFCHECK,
-                    kind="below",
-                    rtol=1e-6,
-                    weight=2,
-                    hint="a gradient does not match the forward pass it comes from.",
-                    requires=("forward", "byhand"),
-                    measure=centred_error(),
+                "selfcheck": self_check_rule(
+                    "gradients", "forward pass", rtol=1e-6, weight=2, requires=("forward", "byhand")
                 ),
             },
             ("dx", "dWq", "dWk", "dWv", "dWo", "selfcheck"),
@@ -555,6 +547,8 @@ register(
 
 
 def probe_positional_encoding(student, rng, out):
+    """positional_encoding(T, D) at sizes from wide ranges, and a long sequence in few
+    dimensions: a table replayed from the notebook's sizes is right only where they repeat."""
     # Sizes from wide ranges: the encoding is a function of (T, D) alone, so a committed
     # table replayed is right wherever the sizes happen to repeat.
     T1, T2 = _sizes(rng, 2, 3, 60)
@@ -643,6 +637,9 @@ def _block_cases(rng):
 
 
 def probe_block(student, rng, out):
+    """The transformer block's output, dx and every parameter's gradient on _block_cases,
+    beside its forward values at nudged inputs; with a causal mask, the outputs up to t after
+    later inputs changed (judged by change_relative_to_largest)."""
     forward, backward = student.block_forward, student.block_backward
     for label, x, params, heads, mask in _block_cases(rng):
         dout = rng.standard_normal(x.shape)
@@ -739,14 +736,12 @@ BLOCK = register(
                 cap=WRONG_VALUE_CAP,
                 hint="each parameter's gradient summed over N and T (flatten to (N T, D)).",
             ),
-            "selfcheck": Rule(
-                SELFCHECK,
-                kind="below",
+            "selfcheck": self_check_rule(
+                "gradients",
+                "forward pass",
                 rtol=1e-5,  # correct code: one draw in 100 reached 1.1e-6 (test_inputs_sweep)
                 weight=2,
-                hint="a gradient does not match the forward pass it comes from.",
                 requires="forward",
-                measure=centred_error(),
             ),
             "causal": Rule(
                 "change of the outputs up to t (relative) for",
@@ -755,7 +750,7 @@ BLOCK = register(
                 hint="an output of the block depends on a later position: pass the mask to "
                 "the attention.",
                 requires="forward",
-                measure=_differences,
+                measure=change_relative_to_largest,
             ),
         },
     )
@@ -853,6 +848,8 @@ class _Transformer:
 
 
 def probe_transformer_training(student, rng, out):
+    """The loss curve of a tiny transformer built on the learner's layers and trained with a
+    fixed Adam on a copying task, with and without the positional encoding."""
     V, L = int(rng.integers(4, 8)), int(rng.integers(3, 6))
     heads = int(rng.choice([2, 4]))
     D = heads * int(rng.integers(2, 5))
@@ -888,12 +885,11 @@ register(
             "block": "block_forward or block_backward",
         },
         rules={
-            "loss": Rule(
-                "training loss",
-                rtol=LOSS_BAND,
-                hint="a curve that starts right and departs later has a gradient slightly "
-                "wrong; one that starts wrong, a forward pass (or the positions) off.",
-                picture="curve",
+            "loss": training_curve_rule(
+                LOSS_BAND,
+                "a curve that starts right and departs later has a gradient slightly wrong; "
+                "one that starts wrong, a forward pass (or the positions) off.",
+                what="training loss",
             ),
         },
     )
@@ -904,6 +900,9 @@ register(
 
 
 def probe_predictions(student, rng, out):
+    """The learner's predicted numbers (the spread of q . k, the loss of a uniform guess, ...)
+    at three settings each, drawn from the seed: a number written for the notebook's settings
+    alone is right only there."""
     # Three settings each, judged together: a value replayed from another run must not
     # fall within the 2% band of all three by chance.
     # K small: log(K - 1) for log K (the separator left out) must show.

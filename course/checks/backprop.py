@@ -2,7 +2,14 @@
 
 import numpy as np
 
-from course.checks.common import as_given, away_from_zero, centred_error, flat, left_as_given
+from course.checks.common import (
+    as_given,
+    away_from_zero,
+    flat,
+    left_as_given,
+    self_check_rule,
+    training_curve_rule,
+)
 from course.data import two_moons
 from course.grader.model import Assignment, Broken, Check, Rule, register
 from course.grader.probe import inside_nudged
@@ -92,6 +99,9 @@ VALUE_FUNCTIONS = {f: f"Value.{f}" for f in ("exp", "log", "tanh", "relu", "sigm
 
 
 def probe_value_ops(student, rng, out):
+    """Value's operators (+, -, *, /, **, with a plain number on either side) on drawn operands:
+    each expression's value, its inputs' gradients, and (walking the graph itself) their
+    gradients when the output's grad is not 1: the chain rule."""
     V = student.Value
     a, b = away_from_zero(rng), away_from_zero(rng)
     c = float(rng.uniform(0.5, 2.0))  # positive: a base for a fractional power
@@ -186,6 +196,8 @@ register(
 
 
 def probe_value_functions(student, rng, out):
+    """Value's exp, log, tanh, relu and sigmoid at drawn points of either sign, and far out
+    (exp of about 800 overflows): each value and its gradient."""
     V = student.Value
     neg = -float(rng.uniform(0.3, 2.0))
     pos = float(rng.uniform(0.3, 2.0))
@@ -242,6 +254,9 @@ register(
 
 
 def probe_value_backward(student, rng, out):
+    """backward() through micrograd's own examples and a few composite expressions (a tanh
+    neuron, a logistic loss): the output, every input's gradient, and the forward values at
+    nudged inputs for the grader's centred differences."""
     V = student.Value
 
     def micrograd_1(x):
@@ -303,13 +318,13 @@ register(
                 "topological order, and each _backward must add (+=) into .grad.",
                 requires="data",  # a constant gradient (a + b) is guessable
             ),
-            "selfcheck": Rule(
-                "backward() against centred differences of your own forward, for",
-                kind="below",
+            "selfcheck": self_check_rule(
+                "backward()",
+                "forward",
                 rtol=1e-5,
                 hint="some _backward disagrees with its own forward computation.",
                 requires="data",
-                measure=centred_error(SELF_CHECK_STEP),
+                h=SELF_CHECK_STEP,
             ),
         },
     )
@@ -320,6 +335,8 @@ register(
 
 
 def probe_value_accumulation(student, rng, out):
+    """backward() through graphs that use a node more than once (a + a, a * a * a, a diamond):
+    the gradients, which only accumulating (+=) in reverse topological order gets right."""
     V = student.Value
     a0 = away_from_zero(rng, low=0.3, high=1.2)
 
@@ -392,13 +409,13 @@ register(
                 "that uses it (reverse topological order, each node once).",
                 requires="data",  # a constant gradient (a + b) is guessable
             ),
-            "selfcheck": Rule(
-                "backward() against centred differences of your own forward, for",
-                kind="below",
+            "selfcheck": self_check_rule(
+                "backward()",
+                "forward",
                 rtol=1e-5,
                 hint="accumulation or visiting order.",
                 requires="data",
-                measure=centred_error(SELF_CHECK_STEP),
+                h=SELF_CHECK_STEP,
             ),
             # 1.0, a guessable number: credited only with the leaf's, which depends on a.
             "seed": Rule(
@@ -469,6 +486,8 @@ def _frequency(rng) -> float:
 
 
 def probe_numerical_gradient(student, rng, out):
+    """eval_numerical_gradient's results for drawn functions of arrays of several shapes (and a
+    given h), and x itself after the call, which the checker must leave as it was given."""
     egrad = student.eval_numerical_gradient
     w, k = rng.standard_normal((4, 3)), _frequency(rng)
     cases = {
@@ -527,6 +546,8 @@ register(
 
 
 def probe_numerical_gradient_array(student, rng, out):
+    """eval_numerical_gradient_array's results for drawn array functions and upstream gradients
+    (a non-contiguous x among them), and x itself after the call."""
     egrad = student.eval_numerical_gradient_array
     W, k = rng.standard_normal((5, 4)), _frequency(rng)
     buffer = np.empty((2, 3, 4))
@@ -608,6 +629,8 @@ LOSS_BAND = 1e-6  # relative, at every step
 
 
 def probe_mlp_training(student, rng, out):
+    """The loss curve and final accuracy of a small MLP of the learner's Value, trained by the
+    course's trusted loop on hidden two-moons data: a slightly wrong gradient bends the curve."""
     X, y = two_moons(MLP_POINTS, noise=0.1, seed=int(rng.integers(1 << 30)))
     seed = int(rng.integers(1 << 30))
 
@@ -633,12 +656,8 @@ register(
             "value_accumulation": "Value.backward (a node used more than once)",
         },
         rules={
-            "loss": Rule(
-                "training loss curve",
-                rtol=LOSS_BAND,
-                weight=2,
-                hint="a gradient that is wrong somewhere in Value, even slightly.",
-                picture="curve",
+            "loss": training_curve_rule(
+                LOSS_BAND, "a gradient that is wrong somewhere in Value, even slightly.", weight=2
             ),
             # A guessable number (1.0 on an easy problem): credited only with the curve.
             "accuracy": Rule(
@@ -673,6 +692,8 @@ def _by_hand_sizes(rng) -> dict:
 
 
 def probe_backprop_by_hand(student, rng, out):
+    """backprop_by_hand's loss and gradients for a two-layer network at drawn sizes, on copies
+    of the inputs."""
     for label, (N, D, H, M) in _by_hand_sizes(rng).items():
         X, Y = rng.standard_normal((N, D)), rng.standard_normal((N, M))
         W1, b1 = rng.standard_normal((D, H)), rng.standard_normal(H)
@@ -709,6 +730,8 @@ SOFTMAX_BY_HAND_NAMES = ("log_probs", "log_sum", "sum", "exp", "shifted", "S")
 
 
 def probe_softmax_by_hand(student, rng, out):
+    """softmax_ce_by_hand's loss and staged gradients at ordinary scores and at scores near 1e3,
+    sizes drawn from the seed (dmax raw: the grader measures its size)."""
     # Sizes from the seed (what is 1/N in every entry is credited only with the loss).
     N, C = int(rng.integers(6, 30)), int(rng.integers(3, 9))
     cases = {

@@ -564,3 +564,75 @@ CARRIED_03 = {
     "relu": "relu_forward or relu_backward",
     "softmax_loss": "softmax_loss",
 }
+
+
+# ---------------------------------------------------------------- the checks' toolkit
+# Each piece is written once here, and every checks module uses it instead of a copy.
+
+
+def copies(*arrays) -> list[np.ndarray]:
+    """Fresh copies of the arrays (same values, same memory layout), one per argument: what
+    a probe hands the learner's code, so that nothing it writes into reaches the probe's
+    own arrays or the next call."""
+    return [np.array(a, copy=True) for a in arrays]
+
+
+def change_relative_to_largest(got, want) -> float:
+    """measure: the largest absolute difference between the first array stacked in an
+    observation and each of the others, over the first one's largest magnitude (inf where
+    any is not finite, or the first is all zeros: nothing computed). For outputs that must
+    not change at all, such as the outputs up to t after later inputs changed."""
+    got = np.asarray(got, dtype=np.float64)
+    if got.ndim < 2 or len(got) < 2 or not np.all(np.isfinite(got)):
+        return float("inf")
+    scale = float(np.abs(got[0]).max())
+    if scale == 0:
+        return float("inf")  # all zeros: nothing computed
+    return max(float(np.abs(other - got[0]).max()) / scale for other in got[1:])
+
+
+def change_element_by_element(got, want) -> float:
+    """measure: the largest relative error, element by element (rounding_aware_error),
+    of each array stacked in an observation after the first against the first: for an
+    output that must not change, such as a normalisation's at another scale of x."""
+    got = np.asarray(got, dtype=np.float64)
+    if got.ndim < 2 or len(got) < 2:
+        return float("inf")
+    return max(rounding_aware_error(other, got[0]) for other in got[1:])
+
+
+def training_curve_rule(
+    band: float, hint: str, what: str = "training loss curve", weight: float = 1.0
+) -> Rule:
+    """The rule of a training check: the learner's curve (a loss at every step, drawn over
+    the reference's if it fails) within the relative `band` of the reference's. Each
+    checks module measures its own band (`course bench --bands`) and passes it here."""
+    return Rule(what, rtol=band, weight=weight, hint=hint, picture="curve")
+
+
+def self_check_rule(
+    gradients: str,
+    own: str,
+    rtol: float,
+    requires,
+    hint: str | None = None,
+    then: str = "for",
+    weight: float = 1.0,
+    h: float = STEP,
+    forward_is_the_references: bool = True,
+) -> Rule:
+    """The rule that the learner's gradients agree with centred differences of their own
+    forward pass or loss, as the notebook's own gradient check does (centred_error; the
+    words read "<gradients> against centred differences of your own <own>, <then> <case>").
+    Credited only with what `requires` names: all-zero code agrees with itself. hint:
+    by default, that a gradient does not match the `own` it comes from."""
+    return Rule(
+        f"{gradients} against centred differences of your own {own},"
+        + (f" {then}" if then else ""),
+        kind="below",
+        rtol=rtol,
+        weight=weight,
+        hint=f"a gradient does not match the {own} it comes from." if hint is None else hint,
+        requires=requires,
+        measure=centred_error(h, forward_is_the_references),
+    )

@@ -21,13 +21,14 @@ from course.checks.common import (
     CARRIED_03,
     WRONG_VALUE_CAP,
     away_from_zero,
-    centred_error,
     clear_of_kinks,
     drawn_with,
     moments,
     nudged_observation,
     record_large,
+    self_check_rule,
     stacked,
+    training_curve_rule,
     with_large,
 )
 from course.data import digits
@@ -150,6 +151,9 @@ def _equivariance_gap(got, want) -> float:
 
 
 def probe_conv_forward_naive(student, rng, out):
+    """conv_forward_naive's outputs on _cases (strides, pads, non-square inputs and filters),
+    the outputs of a shifted input beside the shifted outputs (equivariance), and a shape the
+    filter cannot tile, which must raise."""
     forward = student.conv_forward_naive
     for label, (x, w, b, param) in _cases(rng).items():
         out.record(
@@ -271,6 +275,8 @@ def record_gradients(
 
 
 def probe_conv_backward_naive(student, rng, out):
+    """conv_backward_naive's gradients on every case (the small ones also with the forward at
+    nudged inputs), the lines it ran, and a large case timed against a budget."""
     cases = _cases(rng)
     small = _small_cases(rng)
     record_gradients(
@@ -339,13 +345,12 @@ CONV_BACKWARD_NAIVE = register(
             **{k: dataclasses.replace(r, requires="byhand") for k, r in GRADIENT_RULES.items()},
             "byhand": BY_HAND_RULE,
             "forward": Rule("forward output for", rtol=1e-10, weight=0.5, hint=CONV_OUT_HINT),
-            "selfcheck": Rule(
-                "dx, dw, db against centred differences of your own conv_forward_naive, for",
-                kind="below",
+            "selfcheck": self_check_rule(
+                "dx, dw, db",
+                "conv_forward_naive",
                 rtol=1e-6,  # a wrong gradient is off by 1e-2 or more; rounding gives 1e-9
                 hint="the backward pass does not match the forward pass.",
                 requires=("forward", "byhand"),
-                measure=centred_error(),
             ),
         },
     )
@@ -380,6 +385,8 @@ def _pool_cases(rng):
 
 
 def probe_max_pool(student, rng, out):
+    """Max pooling's outputs and dx on windows drawn without ties (no window has two maxima),
+    and a large case of overlapping windows timed against a budget."""
     for label, shape, ph, pw, stride in _pool_cases(rng):
         x = _without_ties(rng, shape)
         param = {"pool_height": ph, "pool_width": pw, "stride": stride}
@@ -443,6 +450,9 @@ MAX_POOL_NAIVE.rules = with_large(MAX_POOL_NAIVE.rules, ("dx",))
 
 
 def probe_predictions(student, rng, out):
+    """The learner's predicted numbers (an output shape, receptive fields, cost ratios) for
+    settings drawn from the seed: a number written for the notebook's settings alone is right
+    only there."""
     # Settings from the (secret) seed: an answer written for the notebook's settings
     # alone (a number, not the formula) is right only there.
     N, C, F = _distinct(rng, 2, 12, 3)
@@ -504,6 +514,8 @@ register(
 
 
 def probe_conv_fast(student, rng, out):
+    """The fast convolution's outputs and gradients on the same cases as the naive one's, the
+    lines its backward ran, and a large case timed against a budget."""
     forward = student.conv_forward_fast
     cases = _cases(rng)
     for label, (x, w, b, param) in cases.items():
@@ -801,6 +813,8 @@ BACKWARD_LAYOUT_HINT = (
 
 
 def probe_spatial_batchnorm(student, rng, out):
+    """Spatial batch norm in train mode (outputs, running averages) and test mode, its gradients
+    beside the forward at nudged inputs, and the per-channel sums of dx, on _bn_cases."""
     forward, backward = student.spatial_batchnorm_forward, student.spatial_batchnorm_backward
     for label, x in _bn_cases(rng):
         C = x.shape[1]
@@ -906,13 +920,12 @@ SPATIAL_BATCHNORM = register(
                 cap=WRONG_VALUE_CAP,
                 hint_unless=(("forward", LAYOUT_HINT), ("dx", BACKWARD_LAYOUT_HINT)),
             ),
-            "selfcheck": Rule(
-                "dx, dgamma, dbeta against centred differences of your own forward, for",
-                kind="below",
+            "selfcheck": self_check_rule(
+                "dx, dgamma, dbeta",
+                "forward",
                 rtol=1e-6,
                 hint="the backward pass does not match the forward pass.",
                 requires="forward",
-                measure=centred_error(),
             ),
             "sum": Rule(
                 "largest per-channel sum of dx, over the largest |dx|, for",
@@ -1001,6 +1014,9 @@ def _convnet_with(student, shape, F, classes, params, reg):
 
 
 def probe_convnet(student, rng, out):
+    """SmallConvNet's parameter shapes, its initialisation's statistics, its loss and gradients
+    (beside its own loss at nudged parameters), and 30 steps of SGD on the digits from hidden
+    weights: the loss curve."""
     # A non-square image, channels different from filters: a hard-coded 8x8 or C = 1 shows.
     C, F, classes, N = _distinct(rng, 2, 6, 4)
     H, W = (2 * v for v in _distinct(rng, 2, 4, 2))
@@ -1149,20 +1165,12 @@ register(
                 hint="backpropagate through affine, pool, relu and conv in reverse; the "
                 "regulariser adds reg * W.",
             ),
-            "selfcheck": Rule(
-                "gradients against centred differences of your own loss,",
-                kind="below",
-                rtol=1e-5,
-                hint="a gradient does not match the loss it comes from.",
-                requires="loss",
-                measure=centred_error(),
-            ),
-            "curve": Rule(
-                "",
-                rtol=CONVNET_BAND,
+            "selfcheck": self_check_rule("gradients", "loss", rtol=1e-5, requires="loss", then=""),
+            "curve": training_curve_rule(
+                CONVNET_BAND,
+                "a gradient of SmallConvNet, or its loss, that is wrong, even slightly.",
+                what="",
                 weight=3,
-                hint="a gradient of SmallConvNet, or its loss, that is wrong, even slightly.",
-                picture="curve",
             ),
         },
     )

@@ -9,13 +9,13 @@ import numpy as np
 
 from course.checks.common import (
     as_given,
-    centred_error,
     clear_of_kinks,
     flat,
     gradient_observation,
     hinge_distance,
     left_as_given,
     row_scales,
+    self_check_rule,
 )
 from course.grader.model import Assignment, Check, Rule, register
 from course.grader.probe import nudged
@@ -146,13 +146,13 @@ def loss_rules(loss_hint: str, gradient_hint: str, large_weight: float) -> dict[
             weight=0,  # worth nothing alone; the loss and dW are credited only with it
             hint="the function changed its inputs W, X or y in place (work on new arrays).",
         ),
-        "selfcheck": Rule(
-            "dW against centred differences of your own loss,",
-            kind="below",
+        "selfcheck": self_check_rule(
+            "dW",
+            "loss",
             rtol=1e-6,
             hint="the gradient does not match the loss it comes from.",
             requires="loss",
-            measure=centred_error(),
+            then="",
         ),
     }
 
@@ -227,6 +227,8 @@ register(
 
 
 def probe_predictions(student, rng, out):
+    """The learner's predicted numbers (the loss -log(p + eps) reports, the regulariser's factor
+    on W, ...) at three settings each, drawn from the seed and judged together."""
     # Settings from the (secret) seed, three each, judged together: an answer written for
     # the notebook's settings alone (a number, not the formula) is right only there.
     # eps spans 1e-15 to 1e-3, so log10 for the natural log (a factor 2.3) always shows.

@@ -10,14 +10,16 @@ import numpy as np
 from course.checks.common import (
     INPUTS_RULE,
     away_from_zero,
-    centred_error,
+    copies,
     drawn_with,
     gradient_observation,
     large_scores,
     moments,
     nudged_observation,
     record_network_loss,
+    self_check_rule,
     stacked,
+    training_curve_rule,
 )
 from course.grader.model import Assignment, Check, Rule, register
 from course.grader.probe import nudged
@@ -40,21 +42,17 @@ ASSIGNMENT = Assignment(
 NOTEBOOK = ASSIGNMENT.key
 
 
-def _copies(*arrays):
-    return [a.copy() for a in arrays]
-
-
 # ------------------------------------------------------------------- affine
 
 
 def probe_affine_forward(student, rng, out):
+    """affine_forward's outputs for a 2-D and a 4-D x (flattened to (N, D)), on copies of the
+    inputs."""
     for name, x_shape, M in (("x (5, 7)", (5, 7), 4), ("4-D x (3, 4, 2, 5)", (3, 4, 2, 5), 6)):
         x = rng.standard_normal(x_shape)
         w = rng.standard_normal((int(np.prod(x_shape[1:])), M))
         b = rng.standard_normal(M)
-        out.record(
-            f"out:{name}", lambda x=x, w=w, b=b: student.affine_forward(*_copies(x, w, b))[0]
-        )
+        out.record(f"out:{name}", lambda x=x, w=w, b=b: student.affine_forward(*copies(x, w, b))[0])
 
 
 register(
@@ -75,6 +73,8 @@ register(
 
 
 def probe_affine_backward(student, rng, out):
+    """affine_backward's dx, dw, db for a 2-D x, a 4-D x and a square w (where a misplaced
+    transpose keeps the shapes), beside the forward values at nudged inputs."""
     k = int(rng.integers(3, 8))  # a square w: a misplaced transpose keeps the shapes right
     for name, x_shape, M in (
         ("x (6, 5)", (6, 5), 3),
@@ -87,7 +87,7 @@ def probe_affine_backward(student, rng, out):
         dout = rng.standard_normal((x_shape[0], M))
 
         def compute(x=x, w=w, b=b, dout=dout):
-            _, cache = student.affine_forward(*_copies(x, w, b))
+            _, cache = student.affine_forward(*copies(x, w, b))
             dx, dw, db = student.affine_backward(dout.copy(), cache)
             inputs = {"x": x, "w": w, "b": b}
             observed = []
@@ -122,13 +122,12 @@ register(
                 hint="dw = x_flat.T @ dout, with x flattened to (N, D).",
             ),
             "db": Rule("gradient db for", rtol=1e-9, hint="db sums dout over the batch (axis 0)."),
-            "selfcheck": Rule(
-                "dx, dw, db against centred differences of your own affine_forward, for",
-                kind="below",
+            "selfcheck": self_check_rule(
+                "dx, dw, db",
+                "affine_forward",
                 rtol=1e-7,
                 hint="the backward pass does not match the forward pass.",
                 requires="dx",
-                measure=centred_error(),
             ),
         },
     )
@@ -139,6 +138,7 @@ register(
 
 
 def probe_relu(student, rng, out):
+    """relu_forward's outputs and relu_backward's dx, on inputs drawn away from the kink at 0."""
     for name, shape in (("x (7, 4)", (7, 4)), ("3-D x (3, 5, 2)", (3, 5, 2))):
         x = away_from_zero(rng, shape, low=0.05)
         dout = rng.standard_normal(shape)
@@ -194,6 +194,9 @@ def score_cases(rng, N: int, C: int) -> dict:
 
 
 def loss_probe(function: str):
+    """The probe of a score-based loss (softmax_loss, svm_loss): its loss and dx on score_cases,
+    and, except at scores near 1e3, its own loss at nudged scores for the self-check."""
+
     def probe(student, rng, out):
         loss_fn = getattr(student, function)
         for name, (x, y) in score_cases(rng, 9, 5).items():
@@ -216,18 +219,20 @@ def loss_probe(function: str):
 
 
 def score_loss_rules(loss_hint: str, gradient_hint: str, large_weight: float) -> dict[str, Rule]:
+    """The rules that judge what loss_probe records: the loss and dx against the reference's
+    (the large-score cases weighted apart), and dx against the learner's own loss."""
     return {
         "loss": Rule("loss at", rtol=1e-9, hint=loss_hint),
         "dx": Rule("gradient dx at", rtol=1e-8, hint=gradient_hint),
         "large_loss": Rule("loss at", rtol=1e-9, hint=loss_hint, weight=large_weight),
         "large_dx": Rule("gradient dx at", rtol=1e-8, hint=gradient_hint, weight=large_weight),
-        "selfcheck": Rule(
-            "dx against centred differences of your own loss, at",
-            kind="below",
+        "selfcheck": self_check_rule(
+            "dx",
+            "loss",
             rtol=1e-5,  # a wrong dx is off by 1e-2 or more; rounding alone reaches 1e-7
             hint="the gradient does not match the loss it comes from.",
             requires="loss",
-            measure=centred_error(),
+            then="at",
         ),
     }
 
@@ -289,6 +294,9 @@ TWO_LAYER_SCALE = 0.37
 
 
 def probe_two_layer_net(student, rng, out):
+    """TwoLayerNet: its parameters' shapes and initial statistics at drawn sizes, its scores
+    without y, its loss and gradients beside its own loss at nudged parameters, and whether the
+    loss left X, y and the parameters alone."""
     # Initialisation, judged by its statistics: a student may draw with any generator.
     # Sizes from the (secret) seed: the shapes, which every other initial sub-check
     # requires, cannot be known before the check runs.
@@ -362,14 +370,7 @@ register(
                 hint="backpropagate through affine, relu, affine; the regulariser adds "
                 "reg * W to the weight matrices' gradients only.",
             ),
-            "selfcheck": Rule(
-                "gradients against centred differences of your own loss,",
-                kind="below",
-                rtol=1e-6,
-                hint="a gradient does not match the loss it comes from.",
-                requires="loss",
-                measure=centred_error(),
-            ),
+            "selfcheck": self_check_rule("gradients", "loss", rtol=1e-6, requires="loss", then=""),
             "inputs": INPUTS_RULE,
         },
     )
@@ -380,6 +381,8 @@ register(
 
 
 def probe_sgd(student, rng, out):
+    """Three sgd steps from the default config and from a given learning rate: the weights
+    after them and the learning rate each step returned in config."""
     w = rng.standard_normal((3, 4))
     dws = [rng.standard_normal((3, 4)) for _ in range(3)]
 
@@ -435,6 +438,8 @@ LOSS_BAND = 1e-6  # relative, at every step
 
 
 def probe_two_layer_training(student, rng, out):
+    """The loss curve and final accuracy of the learner's TwoLayerNet trained with their sgd by
+    the course's trusted loop, on clustered data and parameters drawn from the seed."""
     N, D, H, C = TRAIN_SIZES
     centres = 1.5 * rng.standard_normal((C, D))
     y = rng.integers(0, C, N)
@@ -472,12 +477,10 @@ register(
             "sgd": "sgd",
         },
         rules={
-            "loss": Rule(
-                "training loss curve",
-                rtol=LOSS_BAND,
+            "loss": training_curve_rule(
+                LOSS_BAND,
+                "a gradient of TwoLayerNet, or the sgd step, that is wrong, even slightly.",
                 weight=2,
-                hint="a gradient of TwoLayerNet, or the sgd step, that is wrong, even slightly.",
-                picture="curve",
             ),
             # A guessable number (1.0 on an easy problem): credited only with the curve.
             "accuracy": Rule(
@@ -492,6 +495,8 @@ register(
 
 
 def probe_predictions(student, rng, out):
+    """The learner's predicted ratios (initial scores, |dW1|) at weight scale sigma / a, for
+    three factors a drawn from the seed and judged together."""
     # Factors from the (secret) seed, three each, judged together: an answer written for
     # the notebook's factor alone (10: a number, not the formula) is right only there. From
     # 2 to 50, 1 / a and 1 / a**2 always differ by far more than the band. The answers are

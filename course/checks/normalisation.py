@@ -20,14 +20,17 @@ from course.checks.common import (
     INPUTS_RULE,
     WRONG_VALUE_CAP,
     away_from_zero,
-    centred_error,
+    change_element_by_element,
     clear_of_kinks,
+    copies,
     network_loss_observed,
     nudged_observation,
     record_large,
     rounding_aware_error,
     seeded,
+    self_check_rule,
     stacked,
+    training_curve_rule,
     with_large,
 )
 from course.grader.model import Assignment, Check, Rule, register
@@ -76,10 +79,6 @@ WITH_LAYERS = {
 }
 
 
-def _copies(*arrays):
-    return [np.array(a, copy=True) for a in arrays]
-
-
 def _cases(rng):
     """(label, x): N > D, N < D, a square x, and a non-contiguous x, all drawn."""
     N, D = int(rng.integers(8, 12)), int(rng.integers(3, 7))
@@ -95,15 +94,6 @@ def _cases(rng):
 
 def _gamma_beta(rng, D):
     return away_from_zero(rng, D, 0.5, 2.0), rng.standard_normal(D)
-
-
-def _differences(got, want) -> float:
-    """measure: how far the arrays stacked in an observation differ from the first one
-    (an output that must not change: another scale of x, each row alone)."""
-    got = np.asarray(got, dtype=np.float64)
-    if got.ndim < 2 or len(got) < 2:
-        return float("inf")
-    return max(rounding_aware_error(other, got[0]) for other in got[1:])
 
 
 def _sums(axis: int):
@@ -126,6 +116,9 @@ def _sums(axis: int):
 
 
 def probe_batchnorm_forward(student, rng, out):
+    """batchnorm_forward in train mode on _cases and at a mean of 1e6, the running averages
+    after 3 steps, test mode from given averages, and the outputs for x and 100 x, which must
+    be the same."""
     forward = student.batchnorm_forward
     N = int(rng.integers(8, 12))
     cases = _cases(rng) + [
@@ -135,7 +128,7 @@ def probe_batchnorm_forward(student, rng, out):
         gamma, beta = _gamma_beta(rng, x.shape[1])
         out.record(
             f"out:train mode, {label}",
-            lambda x=x, g=gamma, b=beta: forward(x, *_copies(g, b), {"mode": "train"})[0],
+            lambda x=x, g=gamma, b=beta: forward(x, *copies(g, b), {"mode": "train"})[0],
         )
 
     D = int(rng.integers(3, 7))
@@ -156,7 +149,7 @@ def probe_batchnorm_forward(student, rng, out):
                 for k, v in start.items()
             }
             bn_param["mode"] = "train"
-            outs = [forward(b.copy(), *_copies(gamma, beta), bn_param)[0] for b in batches]
+            outs = [forward(b.copy(), *copies(gamma, beta), bn_param)[0] for b in batches]
             return outs[-1], bn_param["running_mean"], bn_param["running_var"]
 
         out.record(
@@ -170,7 +163,7 @@ def probe_batchnorm_forward(student, rng, out):
 
     def test_mode():
         bn_param = {"mode": "test", "eps": 1e-3, **{k: v.copy() for k, v in stats.items()}}
-        result = forward(x.copy(), *_copies(gamma, beta), bn_param)[0]
+        result = forward(x.copy(), *copies(gamma, beta), bn_param)[0]
         left = [np.ravel(bn_param[k]) for k in ("running_mean", "running_var")]
         return result, np.concatenate(left).astype(np.float64)
 
@@ -185,14 +178,14 @@ def probe_batchnorm_forward(student, rng, out):
         # Both scales large enough that eps moves neither output by more than about 1e-9
         # (x of spread 10 left 1e-6 in 34 draws of 100): the grader compares the two
         # outputs (the second must equal the first).
-        first = forward(x.copy(), *_copies(gamma, beta), {"mode": "train"})[0]
-        second = forward(100 * x, *_copies(gamma, beta), {"mode": "train"})[0]
+        first = forward(x.copy(), *copies(gamma, beta), {"mode": "train"})[0]
+        second = forward(100 * x, *copies(gamma, beta), {"mode": "train"})[0]
         return first, np.stack([np.asarray(first, dtype=np.float64), second])
 
     out.record(["out:x and 100 x", "scale:x and 100 x"], rescaled)
     out.record(
         "mode:'eval', an unknown mode",
-        lambda: forward(x.copy(), *_copies(gamma, beta), {"mode": "eval"})[0],
+        lambda: forward(x.copy(), *copies(gamma, beta), {"mode": "eval"})[0],
     )
 
 
@@ -248,7 +241,7 @@ register(
                 rtol=1e-6,
                 hint="the output must not depend on the scale of x.",
                 requires="out",
-                measure=_differences,
+                measure=change_element_by_element,
             ),
         },
     )
@@ -283,7 +276,7 @@ def norm_backward_probe(
 
             def compute(x=x, gamma=gamma, beta=beta, dout=dout):
                 (result, cache), forward_lines = lines_run(
-                    lambda: forward(*_copies(x, gamma, beta), dict(param))
+                    lambda: forward(*copies(x, gamma, beta), dict(param))
                 )
                 (dx, dgamma, dbeta), backward_lines = lines_run(
                     lambda: backward(dout.copy(), cache)
@@ -324,6 +317,8 @@ def norm_backward_probe(
 
 
 def norm_backward_rules(hint: str, sum_words: str, axis: int) -> dict[str, Rule]:
+    """The rules of a normalisation's backward check (_norm_backward_rules), with the large case
+    required by each of its gradients."""
     gradients = ("dx", "dgamma", "dbeta", "selfcheck")
     return with_large(_norm_backward_rules(hint, sum_words, axis), gradients)
 
@@ -349,13 +344,11 @@ def _norm_backward_rules(hint: str, sum_words: str, axis: int) -> dict[str, Rule
             cap=WRONG_VALUE_CAP,
             requires="byhand",
         ),
-        "selfcheck": Rule(
-            "gradients against centred differences of your own forward pass, for",
-            kind="below",
+        "selfcheck": self_check_rule(
+            "gradients",
+            "forward pass",
             rtol=1e-6,  # correct code: 1e-8 and below; a wrong term: 1e-3 and above
-            hint="a gradient does not match the forward pass it comes from.",
             requires=("forward", "byhand"),
-            measure=centred_error(),
         ),
         "sum": Rule(
             f"{sum_words} (relative to dx's size), for",
@@ -392,6 +385,8 @@ for name, points in (("batchnorm_backward", 3), ("batchnorm_backward_alt", 2)):
 
 
 def probe_layernorm_forward(student, rng, out):
+    """layernorm_forward's outputs on _cases, a transposed x and rows offset by 1e6, with eps
+    given where the variance is near it, and each row alone against the whole batch."""
     forward = student.layernorm_forward
     tall = 2 + 3 * rng.standard_normal((int(rng.integers(4, 7)), int(rng.integers(8, 11))))
     N = int(rng.integers(4, 7))
@@ -401,19 +396,19 @@ def probe_layernorm_forward(student, rng, out):
     ]
     for label, x in cases:
         gamma, beta = _gamma_beta(rng, x.shape[1])
-        out.record(f"out:{label}", lambda x=x, g=gamma, b=beta: forward(x, *_copies(g, b), {})[0])
+        out.record(f"out:{label}", lambda x=x, g=gamma, b=beta: forward(x, *copies(g, b), {})[0])
     D = int(rng.integers(6, 9))
     x = 0.05 * rng.standard_normal((N, D))  # a variance near eps: where eps enters shows
     gamma, beta = _gamma_beta(rng, D)
     out.record(
         "out:eps 1e-3, rows of spread 0.05",
-        lambda: forward(x.copy(), *_copies(gamma, beta), {"eps": 1e-3})[0],
+        lambda: forward(x.copy(), *copies(gamma, beta), {"eps": 1e-3})[0],
     )
     x = rng.uniform(-2, 2) + 2 * rng.standard_normal((N + 1, D))
 
     def rows_alone():
-        together = np.asarray(forward(x.copy(), *_copies(gamma, beta), {})[0], dtype=np.float64)
-        parts = [forward(x[i : i + 1].copy(), *_copies(gamma, beta), {})[0] for i in range(len(x))]
+        together = np.asarray(forward(x.copy(), *copies(gamma, beta), {})[0], dtype=np.float64)
+        parts = [forward(x[i : i + 1].copy(), *copies(gamma, beta), {})[0] for i in range(len(x))]
         return together, np.stack([together, np.concatenate(parts)])
 
     out.record(["out:each row alone and in its batch", "alone:each row alone and in its batch"],
@@ -442,7 +437,7 @@ register(
                 hint="a row's output must not depend on the other rows (normalise over "
                 "axis 1, not the batch).",
                 requires="out",
-                measure=_differences,
+                measure=change_element_by_element,
             ),
         },
     )
@@ -510,6 +505,9 @@ def _redrawn(got, want):
 
 
 def probe_dropout_forward(student, rng, out):
+    """dropout_forward in train mode on about 100,000 units, as the mask's sample statistics
+    (share kept, per row and column, another seed's overlap) and the scale of what is kept; a
+    seed drawing the same mask again; test mode, the identity; and an unknown mode."""
     forward = student.dropout_forward
     for label, low in (("p near 0.3", 0.25), ("p near 0.8", 0.75)):
         p = float(rng.uniform(low, low + 0.1))
@@ -662,6 +660,8 @@ def _dx_through_mask(got, want):
 
 
 def probe_dropout_backward(student, rng, out):
+    """dropout_backward in train mode beside its forward's output (the grader checks dx uses the
+    same mask), and in test mode."""
     shape = (int(rng.integers(50, 61)), int(rng.integers(40, 49)))
     x, dout = away_from_zero(rng, shape, 1.0, 2.0), rng.standard_normal(shape)
     p, seed = float(rng.uniform(0.5, 0.7)), int(rng.integers(1 << 30))
@@ -893,6 +893,9 @@ def _dropped_hidden(got, want):
 
 
 def probe_fully_connected_net(student, rng, out):
+    """FullyConnectedNet with batch norm and layer norm: its parameters' names, shapes, initial
+    gains and dtypes, then its loss and gradients (with a regulariser, with dropout) beside its
+    own loss at nudged parameters."""
     Net = student.FullyConnectedNet
     for normalization in ("batchnorm", "layernorm"):
         dims = _net_dims(rng)
@@ -989,8 +992,6 @@ def _large_sizes(rng, *ranges) -> list[int]:
     return [int(rng.integers(low, high)) for low, high in ranges]
 
 
-SELFCHECK_HINT = "a gradient does not match the loss it comes from."
-
 BIAS_RULE = Rule(
     "gradients of the biases before batch norm, relative to their weights', with",
     kind="below",
@@ -1041,31 +1042,26 @@ FINISHED_NET = register(
                 hint="backpropagate in reverse: dropout, relu, the normalisation (its dgamma "
                 "and dbeta), then affine; the regulariser adds reg * W_l.",
             ),
-            "selfcheck": Rule(
-                "gradients against centred differences of your own loss, with",
-                kind="below",
-                rtol=1e-5,
-                weight=2,
-                hint=SELFCHECK_HINT,
-                requires="loss",
-                measure=centred_error(),
+            "selfcheck": self_check_rule(
+                "gradients", "loss", rtol=1e-5, weight=2, requires="loss", then="with"
             ),
             "dscores": Rule(
                 "test-mode scores (dropout off) with",
                 rtol=1e-9,
                 hint="in test mode dropout is the identity; the rest as without dropout.",
             ),
-            "dselfcheck": Rule(
-                "gradients against centred differences of your own loss, with",
-                kind="below",
+            "dselfcheck": self_check_rule(
+                "gradients",
+                "loss",
                 rtol=1e-5,
                 weight=2,
                 hint="with the seed, every call draws the same mask: backpropagate through "
                 "that mask (and its 1 / p).",
                 requires="dscores",
+                then="with",
                 # The mask is the student's own draw (the API fixes no draw order), so
                 # their nudged losses need not be the reference's: only the agreement.
-                measure=centred_error(forward_is_the_references=False),
+                forward_is_the_references=False,
             ),
             # Credited only with the loss (dropout: the scores): leaving the inputs alone
             # and giving the biases no gradient is what a loss that computes nothing does.
@@ -1124,6 +1120,8 @@ def _plain_sgd(w, dw, config):
 
 
 def probe_normalised_training(student, rng, out):
+    """The loss curve of the learner's normalised network (batch norm, then layer norm) trained
+    from a 0.01-scale start by a trusted loop, and its test-mode scores after training."""
     # Sizes from the (secret) seed: N, D, C and the widths all different.
     N, D, C = int(rng.integers(60, 69)), int(rng.integers(10, 14)), int(rng.integers(4, 7))
     hidden = [int(rng.integers(low, low + 3)) for low in (16, 19, 22, 25)]
@@ -1159,13 +1157,12 @@ register(
         probe=probe_normalised_training,
         builds_on={**CARRIED_03, **NORMALISATION_LAYERS},  # no dropout in training
         rules={
-            "loss": Rule(
-                "training loss",
-                rtol=LOSS_BAND,
-                weight=2,
-                hint="from a 0.01-scale start, a network that stalls at log C is not "
+            "loss": training_curve_rule(
+                LOSS_BAND,
+                "from a 0.01-scale start, a network that stalls at log C is not "
                 "normalising; a curve that departs later has a gradient slightly wrong.",
-                picture="curve",
+                what="training loss",
+                weight=2,
             ),
             "scores": Rule(
                 "",
@@ -1181,6 +1178,8 @@ register(
 
 
 def probe_predictions(student, rng, out):
+    """The learner's predicted numbers (the running mean's fraction after k steps, the test /
+    train scale without 1 / p, ...) at three settings each, drawn from the seed."""
     # Settings from the (secret) seed: an answer written for the notebook's settings
     # alone (a number, not the formula) is right only there. Three settings each, judged
     # together: a constant, or a near formula (1 - momentum**(k + 1), PyTorch's

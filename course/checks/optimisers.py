@@ -12,13 +12,13 @@ import numpy as np
 from course.checks.common import (
     INPUTS_RULE,
     away_from_zero,
-    centred_error,
     clear_of_kinks,
     drawn_with,
     moments,
     record_network_loss,
     relu_distance,
     seeded,
+    self_check_rule,
 )
 from course.grader.model import Assignment, Check, Rule, register
 
@@ -50,6 +50,8 @@ def _moments(W: np.ndarray) -> tuple[float, float, float]:
 
 
 def probe_weight_init(student, rng, out):
+    """weight_init's matrices for 'xavier', 'he' and a number as the scheme: their shape and
+    sample moments beside the scheme's std (the grader reads the reference run's)."""
     # From the (secret) seed, fan_in well above fan_out: a scheme that uses fan_out shows,
     # and the shape, which every moment requires, cannot be known before the check runs.
     fan_in, fan_out = int(rng.integers(450, 551)), int(rng.integers(200, 301))
@@ -186,6 +188,9 @@ def _float_size(param) -> int:
 
 
 def probe_fully_connected_net(student, rng, out):
+    """FullyConnectedNet: its parameters' shapes, per-matrix initial statistics, biases and float
+    types, whether a seed draws the same weights, then its loss and gradients beside its own
+    loss at nudged parameters."""
     Net = student.FullyConnectedNet
 
     def construction():
@@ -298,13 +303,11 @@ register(
                 rtol=1e-8,
                 hint="backpropagate through the layers in reverse; the regulariser adds reg * W_l.",
             ),
-            "selfcheck": Rule(
-                "gradients against centred differences of your own loss, for",
-                kind="below",
+            "selfcheck": self_check_rule(
+                "gradients",
+                "loss",
                 rtol=1e-5,  # a wrong gradient is off by 1e-3 or more; kinks and rounding 1e-7
-                hint="a gradient does not match the loss it comes from.",
                 requires="loss",
-                measure=centred_error(),
             ),
             "inputs": INPUTS_RULE,
         },
@@ -418,6 +421,10 @@ CONVENTIONS = {
 
 
 def rule_rules(hint: str, given: dict, state: dict, convention: str = "") -> dict[str, Rule]:
+    """The rules of an update rule's check (momentum, RMSProp, Adam, AdamW): the weights and
+    the stored state after STEPS steps, the w and dw it must leave alone, its defaults, and a
+    least-squares curve trained with it. convention: words naming another well-known
+    convention, added to the hints."""
     # 1e-6: tolerates where epsilon sits (inside or outside the square root; the API
     # leaves it open for rmsprop), and catches every real mistake (off by 1e-3 or more).
     eps = (

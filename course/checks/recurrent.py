@@ -16,13 +16,14 @@ from course.checks.common import (
     BY_HAND_RULE,
     WRONG_VALUE_CAP,
     as_given,
-    centred_error,
     flat,
     gradient_observation,
     left_as_given,
     nudged_observation,
     record_large,
+    self_check_rule,
     stacked,
+    training_curve_rule,
     with_large,
 )
 from course.grader.model import Assignment, Check, Rule, register
@@ -178,14 +179,12 @@ def layer_rules(
         requires=hand,
         hint_unless=forward_first,
     )
-    rules["selfcheck"] = Rule(
-        f"{what} gradients against centred differences of your own forward pass, for",
-        kind="below",
+    rules["selfcheck"] = self_check_rule(
+        f"{what} gradients",
+        "forward pass",
         rtol=1e-6,  # correct code: 1e-8 and below; a wrong term: 1e-3 and above
         weight=2,
-        hint="a gradient does not match the forward pass it comes from.",
         requires=("out", *hand),
-        measure=centred_error(),
     )
     return with_large(rules, ("grad", "selfcheck")) if by_hand else rules
 
@@ -218,6 +217,8 @@ def _rnn_step_cases(rng):
 
 
 def probe_rnn_step(student, rng, out):
+    """rnn_step's output and gradients on _rnn_step_cases (record_layer), and a wide large case
+    timed against a budget."""
     for label, inputs, shape in _rnn_step_cases(rng):
         record_layer(
             out,
@@ -345,6 +346,8 @@ register(
 
 
 def probe_lstm_step(student, rng, out):
+    """lstm_step's next h and c and their gradients, with N, D, H all different, a square Wx and
+    non-contiguous inputs (record_layer), and a large case timed against a budget."""
     N, D, H = _dims(rng, 3)
     k = int(rng.integers(3, 6))
     for label, (n, d, h), strided in (
@@ -499,6 +502,8 @@ register(
 
 
 def probe_temporal_layers(student, rng, out):
+    """The word embedding (ids used several times: their gradients must add up) and the temporal
+    affine layer: outputs and gradients, beside the forward at nudged inputs."""
     N, T, D, V = _dims(rng, 4)
     V += 4
     ids = rng.integers(0, V, (N, T))
@@ -593,13 +598,12 @@ register(
                     "not dW[x] = dout nor dW[x] += dout (a repeated index is written once: one "
                     "gradient kept).",
                 ),
-                "eselfcheck": Rule(
-                    "embedding dW against centred differences of your own forward pass, for",
-                    kind="below",
+                "eselfcheck": self_check_rule(
+                    "embedding dW",
+                    "forward pass",
                     rtol=1e-6,
                     hint="dW does not match the forward pass it comes from.",
                     requires="embed",
-                    measure=centred_error(),
                 ),
                 **layer_rules(
                     "temporal affine",
@@ -622,6 +626,8 @@ register(
 
 
 def probe_temporal_softmax_loss(student, rng, out):
+    """temporal_softmax_loss with padding, a random mask and scores near 1e3: the loss and dx,
+    beside its own loss at nudged scores (not near 1e3, where that measures rounding)."""
     N, T, V = _dims(rng, 3)
     V += 5
     lengths = rng.integers(1, T + 1, N)
@@ -703,6 +709,8 @@ register(
 
 
 def probe_clip_grad_norm(student, rng, out):
+    """clip_grad_norm on gradients whose global norm is above, below and far above the limit (a
+    non-contiguous one among them): the clipped values, the norm returned and the inputs after."""
     shapes = [
         (int(rng.integers(2, 5)), int(rng.integers(5, 8))),
         (int(rng.integers(3, 9)),),
@@ -814,6 +822,9 @@ def _char_loss(student, params, ids, H):
 
 
 def probe_char_training(student, rng, out):
+    """The loss curve of a character model of the learner's layers trained with their clipping,
+    and the unclipped norms of dh0 through an RNN at spectral radius 3 with nearly linear
+    units, windows of 1 to 8 steps (the leak)."""
     params, ids, H = _char_model(rng)
     max_norm = float(rng.uniform(0.5, 1.0))
     learning_rate = float(rng.uniform(0.3, 0.5))
@@ -878,13 +889,12 @@ register(
         probe=probe_char_training,
         builds_on=CARRIED_LAYERS,
         rules={
-            "loss": Rule(
-                "training loss",
-                rtol=LOSS_BAND,
-                weight=2,
-                hint="a curve off from the first step: the forward pass of a layer; one "
+            "loss": training_curve_rule(
+                LOSS_BAND,
+                "a curve off from the first step: the forward pass of a layer; one "
                 "that departs later: a gradient or the clipping.",
-                picture="curve",
+                what="training loss",
+                weight=2,
             ),
             "norms": Rule(
                 "unclipped gradient norms",
@@ -902,6 +912,8 @@ register(
 
 
 def probe_predictions(student, rng, out):
+    """The learner's predicted numbers (the loss at initialisation, gradient ratios and scales)
+    at three settings each, drawn from the seed and judged together."""
     # Three settings each, from the (secret) seed: an answer written for the notebook's
     # settings alone (a number, not the formula) is right only there, and answers replayed
     # from other inputs would have to fall in the band three times.
