@@ -1235,6 +1235,8 @@ register(
 
 
 def probe_scale_predictions(student, rng, out):
+    """The two scale predictions at three secret settings each: the gradient's factor under
+    batch norm (1/c) and the scores' without normalisation (c**layers)."""
     # Settings from the (secret) seed, three each, judged together, all away from c = 1 by
     # at least 25% (where 1/c, c, 1 and 1/c**2 are more than 2% apart) and for depths of 2
     # to 6 (where c**layers is far from c**(layers - 1) and from c * layers). The first is
