@@ -433,6 +433,12 @@ def attacked():
     proc = batch.course_grade(env=env)
     listener.close()
     unix.close()
+    # Every test below reads this run's table: one that never printed it says why, once.
+    table = proc.stdout.strip().splitlines()
+    assert table and "graded" in table[-1], (
+        f"course grade printed no table (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n"
+        f"{proc.stderr[-3000:]}"
+    )
     after = own_digest(root / "submitted")
     assert tree_digest(root / "references") == references, "the references were written"
     yield batch, proc, (listener, unix), before, after
