@@ -914,3 +914,52 @@ def test_a_stopped_cell_is_named_by_its_heading_never_by_its_number():
         "backprop.ipynb: cut off in a cell above the first heading",
     ]
     assert not any("cell 1" in note or "cell 0" in note for note in notes)
+
+
+def _flaky_reference(monkeypatch, fails):
+    """The source solutions' references, except that `fails(check name, seed)` says where
+    the solution breaks its check (as micrograd example 2's self-check did, 4 draws in
+    3000)."""
+    from course.grader import sources
+
+    real = sources.reference_outputs
+
+    def reference_outputs(chk, namespace, seed):
+        if fails(chk.name, seed):
+            raise sources.SolutionFails(f"the solution fails check {chk.name!r}: (made up)")
+        return real(chk, namespace, seed)
+
+    monkeypatch.setattr(sources, "reference_outputs", reference_outputs)
+
+
+def _course_of_sources(tmp_path) -> Path:
+    (tmp_path / "source").symlink_to(course_root() / "source")
+    return tmp_path
+
+
+def test_a_draw_the_solution_fails_is_drawn_again_from_the_secret(tmp_path, monkeypatch):
+    """One submission's salt must not stop a class: the check draws again, in an order the
+    secret fixes, so the same submission gets the same inputs every time."""
+    from course.grader import inputs
+
+    root = _course_of_sources(tmp_path)
+    key = inputs.secret(root)
+    first = inputs.seed_of(key, "svm_loss_naive", "salt")
+    _flaky_reference(monkeypatch, lambda name, seed: seed == first)
+    got = inputs.secret_inputs(root, "02_linear", "salt")
+    assert got.seeds["svm_loss_naive"] == inputs.seed_of(key, "svm_loss_naive", "salt\0redraw 1")
+    for name, seed in got.seeds.items():
+        if name != "svm_loss_naive":
+            assert seed == inputs.seed_of(key, name, "salt"), name
+    again = inputs.secret_inputs(root, "02_linear", "salt")  # from the cache
+    assert again.seeds == got.seeds and again.references == got.references
+
+
+def test_a_check_the_solution_fails_on_every_draw_stops_with_its_name(tmp_path, monkeypatch):
+    from course.grader import inputs
+
+    root = _course_of_sources(tmp_path)
+    _flaky_reference(monkeypatch, lambda name, seed: name == "svm_loss_naive")
+    with pytest.raises(inputs.InputsError, match="svm_loss_naive.*on 5 draws"):
+        inputs.secret_inputs(root, "02_linear", "salt")
+    assert not list((root / inputs.CACHE).glob("*/*.json")), "a failed run cached inputs"

@@ -5,10 +5,11 @@ a secret of the instructor's course, and the grader computes the references itse
   `.nbgrader/` is in .gitignore, so it is never committed nor released). The sandbox hides
   the course directory from every kernel.
 - A check's seed: HMAC-SHA256(secret, check name + a digest of the submission's regular
-  files, submission_salt). The same submission graded twice gets the same inputs, so the
-  same scores, under `course grade` and plain `nbgrader autograde` alike; a changed one (a
-  resubmission) gets new ones, so what its earlier feedback showed of its inputs is worth
-  nothing; nobody without the secret can know them in advance.
+  files, submission_salt), drawn again (from the secret, in order) where the source
+  solution itself fails the check on it. The same submission graded twice gets the same
+  inputs, so the same scores, under `course grade` and plain `nbgrader autograde` alike;
+  a changed one (a resubmission) gets new ones, so what its earlier feedback showed of its
+  inputs is worth nothing; nobody without the secret can know them in advance.
 - The references for those seeds: the source solutions (trusted code) probed in the
   grader's process by course.grader.sources.compute_references, once per set of seeds,
   sources and package version (cached in `.nbgrader/inputs/`, a grader-only place).
@@ -47,6 +48,7 @@ from course.grader import model
 SECRET = Path(".nbgrader") / "secret"
 CACHE = Path(".nbgrader") / "inputs"
 SHIPPED = ".nbgrader/inputs-shipped.json"  # in a worker's scratch course only
+REDRAWS = 4  # draws of a check's inputs after the first, where the solution fails it
 PACKAGE = Path(__file__).resolve().parent.parent  # the `course` package: its probes
 
 
@@ -135,7 +137,7 @@ def _digest(root: Path, assignment: str) -> str:
 def secret_inputs(root: Path, assignment: str, salt: str = "") -> Inputs:
     """The seeds of grading a submission of `assignment` whose files have `salt`
     (submission_salt), and the references for them (cached)."""
-    from course.grader.sources import compute_references
+    from course.grader.sources import SolutionFails, compute_references
 
     root = Path(root)
     key = secret(root)
@@ -146,8 +148,20 @@ def secret_inputs(root: Path, assignment: str, salt: str = "") -> Inputs:
     cache = folder / f"{tag}.json"
     if cache.exists():
         return Inputs.from_json(cache.read_text())
-    with contextlib.redirect_stdout(io.StringIO()):  # what the solution cells print
-        computed = compute_references(root, seeds, assignment)
+    # A draw on which the solution itself fails a check (a kink, a near-zero divisor the
+    # check's guards missed: the inputs sweep measures how rare) is not the student's
+    # doing: that check draws again, from the secret too, so one submission's salt never
+    # stops the class.
+    redraws = {
+        name: [seed_of(key, name, f"{salt}\0redraw {k}") for k in range(1, REDRAWS + 1)]
+        for name in seeds
+    }
+    seeds = dict(seeds)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # what the solution cells print
+            computed = compute_references(root, seeds, assignment, redraws)
+    except SolutionFails as exc:
+        raise InputsError(f"{exc}, on {REDRAWS + 1} draws of its inputs") from exc
     references = {
         name: refs for per_notebook in computed.values() for name, refs in per_notebook.items()
     }

@@ -111,14 +111,43 @@ def solution_namespace(
     return namespace
 
 
+class SolutionFails(RuntimeError):
+    """The source solution fails a check on one draw of its inputs."""
+
+
+def reference_outputs(chk: model.Check, namespace: dict, seed: int | None) -> dict:
+    """{output: encoded value} of the solutions in `namespace` on `chk`'s inputs from `seed`
+    (None: the public seed); SolutionFails if they break the check there."""
+    with probe.trusted():
+        outputs = probe.probe(chk, namespace, seed)
+    failed = {
+        k: v.why
+        for k, v in outputs.items()
+        if isinstance(v, model.Broken) and not model.rule_for(chk, k).raises
+    }
+    if failed:
+        raise SolutionFails(f"the solution fails check {chk.name!r}: {failed}")
+    results = judge.judge(chk, outputs, outputs)
+    if not all(r.passed for r in results):
+        bad = [r.message for r in results if not r.passed]
+        raise SolutionFails(f"the solution breaks an invariant of {chk.name!r}: {bad}")
+    return {k: model.encode(v) for k, v in outputs.items()}
+
+
 def compute_references(
-    root: Path, seeds: dict[str, int] | None = None, assignment: str | None = None
+    root: Path,
+    seeds: dict[str, int] | None = None,
+    assignment: str | None = None,
+    redraws: dict[str, list[int]] | None = None,
 ) -> dict[str, dict]:
     """{notebook key: {check name: encoded outputs}} from the source solutions, run in
     this process (trusted code, never a student's kernel).
 
     seeds: {check name: seed} of a grading run's inputs (course.grader.inputs); None for
     the public seeds of the committed references/. assignment: only its notebooks.
+    redraws: {check name: seeds to fall back on, in order} where the solution fails a
+    check on its seed; the seed used replaces it in `seeds`. Without one (or once they are
+    spent), SolutionFails.
     """
     result = {}
     for text_path in text_sources(root):
@@ -133,19 +162,17 @@ def compute_references(
         )
         refs = {}
         for chk in sorted(checks, key=lambda c: c.name):
-            with probe.trusted():
-                outputs = probe.probe(chk, namespace, None if seeds is None else seeds[chk.name])
-            failed = {
-                k: v.why
-                for k, v in outputs.items()
-                if isinstance(v, model.Broken) and not model.rule_for(chk, k).raises
-            }
-            if failed:
-                raise RuntimeError(f"the solution fails check {chk.name!r}: {failed}")
-            results = judge.judge(chk, outputs, outputs)
-            if not all(r.passed for r in results):
-                bad = [r.message for r in results if not r.passed]
-                raise RuntimeError(f"the solution breaks an invariant of {chk.name!r}: {bad}")
-            refs[chk.name] = {k: model.encode(v) for k, v in outputs.items()}
+            if seeds is None:
+                refs[chk.name] = reference_outputs(chk, namespace, None)
+                continue
+            fallbacks = list((redraws or {}).get(chk.name, []))
+            while True:
+                try:
+                    refs[chk.name] = reference_outputs(chk, namespace, seeds[chk.name])
+                    break
+                except SolutionFails:
+                    if not fallbacks:
+                        raise
+                    seeds[chk.name] = fallbacks.pop(0)
         result[key] = refs
     return result
