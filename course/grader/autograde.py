@@ -420,7 +420,9 @@ def grade(
     """
     from course.grader import sandbox
     from course.grader.files import regular_files
+    from course.grader.nbgrader_internals import skip_the_alembic_subprocess
 
+    skip_the_alembic_subprocess()  # a new gradebook (course check's) asks for its schema
     workers = workers or os.cpu_count() or 1
 
     if sandboxed and not scheduler:
