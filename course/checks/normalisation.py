@@ -738,6 +738,30 @@ def _net_params(rng, dims, normalization):
     return params
 
 
+def active_past_dropout(params: dict, normalization, N: int) -> dict:
+    """The parameters with every ReLU after the first dropout held clear of its kink for
+    any mask, the student's own draw: a correct gradient's centred difference would
+    otherwise cross a kink that no trusted code can see in advance (1 draw in 1000 did).
+
+    Behind the first hidden layer, the pre-activations are, without normalisation,
+    nonnegative inputs through positive weights plus a bias of at least 0.5; with batch
+    (layer) norm gamma * x_hat + beta, where |x_hat| <= sqrt(n - 1) over n rows (units),
+    with beta at least |gamma| sqrt(n) + 0.5. Both are at least 0.5 whatever the mask."""
+    params = dict(params)
+    layers = sum(1 for name in params if name[0] == "W")
+    for layer in range(2, layers):
+        if normalization:
+            gamma = params[f"gamma{layer}"]
+            n = N if normalization == "batchnorm" else gamma.size
+            params[f"beta{layer}"] = (
+                np.abs(gamma) * np.sqrt(n) + 0.5 + np.abs(params[f"beta{layer}"])
+            )
+        else:
+            params[f"W{layer}"] = np.abs(params[f"W{layer}"])
+            params[f"b{layer}"] = 0.5 + np.abs(params[f"b{layer}"])
+    return params
+
+
 def normalised_relu_distance(params: dict, X, normalization) -> float:
     """How close any hidden pre-activation (after the normalisation) of the network comes
     to ReLU's kink at 0 (trusted NumPy, not student code)."""
@@ -927,9 +951,14 @@ def probe_fully_connected_net(student, rng, out):
     }
     for label, setting in settings.items():
         normalization = setting.get("normalization")
+
+        def draw(n=normalization, dropout="dropout_keep_ratio" in setting):
+            params = _net_params(rng, dims, n)
+            params = active_past_dropout(params, n, N) if dropout else params
+            return params, rng.standard_normal((N, dims[0]))
+
         params, X = clear_of_kinks(
-            lambda n=normalization: (_net_params(rng, dims, n), rng.standard_normal((N, dims[0]))),
-            lambda drawn, n=normalization: normalised_relu_distance(*drawn, n),
+            draw, lambda drawn, n=normalization: normalised_relu_distance(*drawn, n)
         )
         y = rng.integers(0, dims[-1], N)
         before_bn = (
