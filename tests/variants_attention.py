@@ -7,6 +7,7 @@ ASSIGNMENT, NOTEBOOK = "08_attention", "attention"
 SM, ATT, CM = "softmax_solution", "attention_solution", "causal_mask_solution"
 MHA, PE, BLK = "multihead_solution", "positional_encoding_solution", "block_solution"
 PRED = "predictions_solution"
+SHAPE = "shape_predictions_solution"
 TRAINING = "transformer_training"
 
 MUTANTS = [
@@ -304,6 +305,37 @@ MUTANTS = [
         {"attention_predictions"},
         ("return np.sqrt(d)", "return 8.0"),
         ("return np.log(K)", "return 2.1972245773362196"),
+    ),  # shape predictions (part 7)
+    m(
+        "shape: c the other way round, 1 / sqrt(d)",
+        SHAPE,
+        {"shape_predictions"},
+        ("return np.sqrt(head_dim)", "return 1 / np.sqrt(head_dim)"),
+    ),
+    m(
+        "shape: c = d, the variance's factor",
+        SHAPE,
+        {"shape_predictions"},
+        ("return np.sqrt(head_dim)", "return head_dim"),
+    ),
+    m(
+        "shape: SGD's ratio from the gradient alone, sqrt(d)",
+        SHAPE,
+        {"shape_predictions"},
+        ("    return head_dim", "    return np.sqrt(head_dim)"),
+    ),
+    m(
+        "shape: SGD's ratio 1, the same function so the same step",
+        SHAPE,
+        {"shape_predictions"},
+        ("    return head_dim", "    return 1.0"),
+    ),
+    m(
+        "shape: the notebook's d = 64 only",
+        SHAPE,
+        {"shape_predictions"},
+        ("return np.sqrt(head_dim)", "return 8.0"),
+        ("    return head_dim", "    return 64.0"),
     ),
 ]
 
@@ -588,6 +620,22 @@ def causal_mask(T):
     return t[:, None] >= t[None, :]
 """
 
+# Part 7's two numbers measured, not written down: c from the learner's own attention on
+# one pair of q and k, and SGD's ratio as c squared.
+SHAPE_MEASURED = """\
+def predicted_query_scale(head_dim):
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal((2, 1, 2, head_dim))
+    scores = (q @ np.swapaxes(k, -1, -2))[0]
+    # softmax over two keys: its log-odds are the score gap, with the scale and without
+    p = attention_forward(q, k, np.eye(2)[None], None)[0][0, 0]
+    return float((scores[0, 0] - scores[0, 1]) / np.log(p[0] / p[1]))
+
+
+def predicted_sgd_step_ratio(head_dim):
+    return predicted_query_scale(head_dim) ** 2
+"""
+
 ALTERNATES = [
     Alternate("einsum, heads one at a time, a staged block", EINSUM),
     # Issue 37's review: a correct softmax differing from the reference only in rounding
@@ -612,6 +660,19 @@ def softmax(x, axis=-1):
         },
     ),
     Alternate("attention with einsum, masked with -1e9", {ATT: ATTENTION_EINSUM_LARGE_NEGATIVE}),
+    Alternate(
+        "shape predictions computed",
+        {
+            SHAPE: "import math\n\n\ndef predicted_query_scale(head_dim):\n"
+            "    return math.sqrt(head_dim)\n\n\n"
+            "def predicted_sgd_step_ratio(head_dim):\n"
+            "    return float(np.float32(math.sqrt(head_dim)) ** 2)\n"
+        },
+    ),
+    Alternate(
+        "shape predictions measured on your own attention",
+        {SHAPE: SHAPE_MEASURED},
+    ),
     Alternate("causal mask by comparing positions", {CM: CAUSAL_MASK_BY_POSITIONS}),
 ]
 

@@ -11,6 +11,7 @@ MOMENTUM, RMSPROP, ADAM, ADAMW = (
     "adam_solution",
     "adamw_solution",
 )
+LANDSCAPE = "landscape_predictions_solution"
 
 MUTANTS = [
     # weight_init
@@ -204,6 +205,73 @@ MUTANTS = [
         ADAMW,
         {"adamw"},
         ('m_hat = config["m"] / (1 - beta1**t)', 'm_hat = config["m"]'),
+    ),
+    # landscape predictions (part 5)
+    m(
+        "plateau: log(C - 1), the other classes' count",
+        LANDSCAPE,
+        {"landscape_predictions"},
+        ("return np.log(num_classes)", "return np.log(num_classes - 1)"),
+    ),
+    m(
+        "plateau: log(C + 1), one class too many (review rev53)",
+        LANDSCAPE,
+        {"landscape_predictions"},
+        ("return np.log(num_classes)", "return np.log(num_classes + 1)"),
+    ),
+    m(
+        "adam step: 2% long (review rev53)",
+        LANDSCAPE,
+        {"landscape_predictions"},
+        (
+            "return learning_rate * np.sqrt(num_params)",
+            "return 1.02 * learning_rate * np.sqrt(num_params)",
+        ),
+    ),
+    m(
+        "plateau: in bits, log2(C)",
+        LANDSCAPE,
+        {"landscape_predictions"},
+        ("return np.log(num_classes)", "return np.log2(num_classes)"),
+    ),
+    m(
+        "plateau: the probability 1 / C for the loss",
+        LANDSCAPE,
+        {"landscape_predictions"},
+        ("return np.log(num_classes)", "return 1 / num_classes"),
+    ),
+    m(
+        "plateau: the digits' log(10) whatever the classes",
+        LANDSCAPE,
+        {"landscape_predictions"},
+        ("return np.log(num_classes)", "return np.log(10)"),
+    ),
+    m(
+        "adam step: each parameter's lr summed, lr * n",
+        LANDSCAPE,
+        {"landscape_predictions"},
+        ("return learning_rate * np.sqrt(num_params)", "return learning_rate * num_params"),
+    ),
+    m(
+        "adam step: one parameter's, lr",
+        LANDSCAPE,
+        {"landscape_predictions"},
+        ("return learning_rate * np.sqrt(num_params)", "return learning_rate"),
+    ),
+    m(
+        "adam step: without bias correction, (1 - beta1) / sqrt(1 - beta2) longer",
+        LANDSCAPE,
+        {"landscape_predictions"},
+        (
+            "return learning_rate * np.sqrt(num_params)",
+            "return learning_rate * np.sqrt(num_params) * 0.1 / np.sqrt(0.001)",
+        ),
+    ),
+    m(
+        "adam step: the notebook's 0.2329 whatever the settings",
+        LANDSCAPE,
+        {"landscape_predictions"},
+        ("return learning_rate * np.sqrt(num_params)", "return 0.2329"),
     ),
 ]
 
@@ -563,6 +631,31 @@ def adamw(w, dw, config=None):
     return shrunk - lr * m_hat / (np.sqrt(v_hat) + config["epsilon"]), config
 '''
 
+# The plateau's loss from a softmax of zero scores, and Adam's first step in closed form.
+LANDSCAPE_COMPUTED = """\
+def predicted_plateau_loss(num_classes):
+    probabilities = np.exp(np.zeros(num_classes)) / num_classes
+    return float(-np.log(probabilities[0]))
+
+
+def predicted_adam_first_step(learning_rate, num_params):
+    return (learning_rate**2 * num_params) ** 0.5
+"""
+
+# Measured with the student's own adam on a gradient of mixed signs and sizes, far above
+# epsilon: the step's length is the answer, not a formula.
+LANDSCAPE_BY_ADAM = """\
+def predicted_plateau_loss(num_classes):
+    return -np.log(1.0 / num_classes)
+
+
+def predicted_adam_first_step(learning_rate, num_params):
+    w = np.zeros(num_params)
+    dw = np.linspace(1.0, 3.0, num_params) * (-1.0) ** np.arange(num_params)
+    next_w, _ = adam(w, dw, {"learning_rate": learning_rate, "epsilon": 0.0})
+    return float(np.linalg.norm(next_w - w))
+"""
+
 ALTERNATES = [
     Alternate("init with standard_normal and gains", {INIT: INIT_STANDARD_NORMAL}),
     Alternate("init with match", {INIT: INIT_MATCH}),
@@ -576,6 +669,8 @@ ALTERNATES = [
     Alternate("adam, m and v updated in place", {ADAM: ADAM_IN_PLACE}),
     Alternate("adamw through adam", {ADAMW: ADAMW_VIA_ADAM}),
     Alternate("adamw decaying first", {ADAMW: ADAMW_DECAY_FIRST}),
+    Alternate("landscape predictions computed", {LANDSCAPE: LANDSCAPE_COMPUTED}),
+    Alternate("landscape predictions by your own adam", {LANDSCAPE: LANDSCAPE_BY_ADAM}),
 ]
 
 # Each graded function, and the solution cell that defines it.
@@ -586,6 +681,8 @@ GRADED_FUNCTIONS = {
     "rmsprop": {RMSPROP},
     "adam": {ADAM},
     "adamw": {ADAMW},
+    "predicted_plateau_loss": {LANDSCAPE},
+    "predicted_adam_first_step": {LANDSCAPE},
 }
 
 # Other well-known conventions: they lose points (the course's convention is the API), and

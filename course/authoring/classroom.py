@@ -107,20 +107,31 @@ def judge_in_process(
     ones of the committed references/. only: the grade ids to judge (None: every one).
     """
     from course.checks import get_check
-    from course.grader.judge import verdict
+    from course.grader.judge import by_hand_failure, verdict, withheld, withhold
     from course.grader.model import encode
     from course.grader.probe import probe
     from course.grader.sources import solution_namespace
 
     namespace = solution_namespace(source_nb, "variant", answers)
-    scores = {}
-    for cell in source_nb.cells:
-        name = grade_id_of_test_cell(cell)
-        if name is None or (only is not None and name not in only):
-            continue
+    names = [n for n in map(grade_id_of_test_cell, source_nb.cells) if n is not None]
+
+    def judged(name):
         seed = None if inputs is None else inputs.seeds[name]
         reference = None if inputs is None else inputs.reference(name)
         outputs = probe(get_check(name), namespace, seed)
         payload = {"check": name, "outputs": {k: encode(v) for k, v in outputs.items()}}
-        scores[name] = verdict(name, json.loads(json.dumps(payload)), "", reference)[0]
-    return scores
+        payload = json.loads(json.dumps(payload))
+        points, text = verdict(name, payload, "", reference)
+        return points, text, by_hand_failure(get_check(name), payload, reference)
+
+    scores, failures = {}, {}
+    # As a grading run: the checks a training check trains through are judged first
+    # (Check.trains_through), here also when `only` leaves them out.
+    wanted = [n for n in names if only is None or n in only]
+    needed = {e for n in wanted for e in get_check(n).trains_through if e in names}
+    for name in sorted(set(wanted) | needed, key=lambda n: bool(get_check(n).trains_through)):
+        points, text, failures[name] = judged(name)
+        points, _ = withhold(get_check(name), points, text, withheld(get_check(name), failures))
+        if name in wanted:
+            scores[name] = points
+    return {name: scores[name] for name in wanted}

@@ -59,6 +59,7 @@ INDEX = {
         "rmsprop",
         "adam",
         "adamw",
+        "landscape_predictions",
     ),
     "normalisation": (
         "batchnorm_forward",
@@ -105,6 +106,7 @@ INDEX = {
         "block",
         "transformer_training",
         "attention_predictions",
+        "shape_predictions",
     ),
 }
 _MODULE_OF = {name: module for module, names in INDEX.items() for name in names}

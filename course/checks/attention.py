@@ -45,7 +45,10 @@ ASSIGNMENT = Assignment(
         "head split keeps every shape; a deep post-LN stack stalls without warm-up where "
         "pre-LN trains; weight decay on the layer norms' gains shrinks them and costs loss; "
         "float16 and (emulated) bfloat16 lose updates below eps/2 of a weight; on the same "
-        "budget the transformer copies far better than your 07 LSTM"
+        "budget the transformer copies far better than your 07 LSTM; the 1/sqrt(d) changes no "
+        "function, only the optimiser's steps (d times SGD's, sqrt(d) Adam's, relative to "
+        "W_q), and wide heads without it train slower; 6 blocks without residual "
+        "connections stay near chance"
     ),
     slow_cells=frozenset({"transformer_training"}),
 )
@@ -884,6 +887,7 @@ register(
             "positional_encoding": "positional_encoding",
             "block": "block_forward or block_backward",
         },
+        trains_through=("attention_backward", "multihead_backward", "block"),
         rules={
             "loss": training_curve_rule(
                 LOSS_BAND,
@@ -932,6 +936,47 @@ register(
             ),
             "loss": Rule(
                 "predicted", rtol=0.01, hint="-log of the probability of the right token."
+            ),
+        },
+    )
+)
+
+
+# ------------------------------------------------------------ shape predictions (part 7)
+
+
+def probe_shape_predictions(student, rng, out):
+    """Part 7's predictions at three head widths drawn from the seed: the factor c that
+    turns a head without the 1/sqrt(d) into yours, and SGD's relative step without it."""
+    # Widths 2 to 512: sqrt(d) is more than 2% from d, 1 / sqrt(d) and d / 2 for each.
+    widths = rng.choice(np.arange(2, 513), size=3, replace=False)
+    out.record(
+        "query:c with softmax(q k^T) = softmax((c q) k^T / sqrt(d))",
+        lambda: np.array([student.predicted_query_scale(int(d)) for d in widths], dtype=float),
+    )
+    out.record(
+        "sgd:SGD's step relative to W_q, unscaled over scaled",
+        lambda: np.array([student.predicted_sgd_step_ratio(int(d)) for d in widths], dtype=float),
+    )
+
+
+register(
+    Check(
+        name="shape_predictions",
+        notebook=NOTEBOOK,
+        points=2,
+        probe=probe_shape_predictions,
+        rules={
+            "query": Rule(
+                "predicted",
+                rtol=0.01,
+                hint="your attention divides q . k by sqrt(d); undo that on q alone.",
+            ),
+            "sgd": Rule(
+                "predicted",
+                rtol=0.01,
+                hint="at the same function the unscaled gradient is c times larger (the chain "
+                "rule through c W_q) and its W_q is c times smaller.",
             ),
         },
     )

@@ -1120,6 +1120,7 @@ register(
             "conv_fast": "conv_forward_fast or conv_backward_fast",
             "max_pool_naive": "max_pool_forward_naive or max_pool_backward_naive",
         },
+        trains_through=("conv_fast", "max_pool_naive", "spatial_batchnorm"),
         rules={
             "shapes": Rule(
                 "parameter shapes",

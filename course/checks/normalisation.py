@@ -1185,6 +1185,12 @@ register(
         points=3,
         probe=probe_normalised_training,
         builds_on={**CARRIED_03, **NORMALISATION_LAYERS},  # no dropout in training
+        trains_through=(
+            "batchnorm_backward",
+            "batchnorm_backward_alt",
+            "layernorm_backward",
+            "finished_net",
+        ),
         rules={
             "loss": training_curve_rule(
                 LOSS_BAND,

@@ -31,9 +31,10 @@ ASSIGNMENT = Assignment(
         "`adam`, `adamw`"
     ),
     leak=(
-        "at depth, the scale of the first draw decides whether anything trains; bias "
-        "correction, where weight decay enters and the learning-rate schedule each change the "
-        "descent"
+        "at depth, the scale of the first draw decides whether anything trains: too small a "
+        "start is a plateau at log C, where SGD's step vanishes and epsilon shortens Adam's; "
+        "bias correction, where weight decay enters and the learning-rate schedule each "
+        "change the descent"
     ),
 )
 NOTEBOOK = ASSIGNMENT.key
@@ -527,3 +528,51 @@ for function, (points, given, state, curve_config, hint) in RULES.items():
             rules=rule_rules(hint, given, state, CONVENTIONS.get(function, "")),
         )
     )
+
+
+# ------------------------------------------------------------ landscape predictions
+
+
+def probe_landscape_predictions(student, rng, out):
+    """The two predictions of part 5, on settings drawn from the (secret) seed: the loss on
+    the plateau of too small a start, and the length of Adam's first step."""
+    # 2 to 20 classes: log(C) is more than 1% from log(C +- 1), log2(C), 1 / C and C - 1.
+    classes = rng.choice(np.arange(2, 21), size=3, replace=False)
+    out.record(
+        "plateau:softmax loss when every score is 0",
+        lambda: np.array([student.predicted_plateau_loss(int(c)) for c in classes], float),
+    )
+    # Rates over three decades and counts over four: lr sqrt(n) is far from lr, lr n,
+    # lr / sqrt(n) and the uncorrected step sqrt(10) lr sqrt(n) for every draw. Both rules'
+    # rtol of 0.005 is relative to |got| + |want|: about 1% of the answer.
+    rates = 10.0 ** rng.uniform(-4, -1, size=3)
+    counts = rng.integers(10, 100_001, size=3)
+    settings = list(zip(rates.tolist(), counts.tolist(), strict=True))
+    out.record(
+        "adam:length of Adam's first step",
+        lambda: np.array([student.predicted_adam_first_step(r, int(n)) for r, n in settings]),
+    )
+
+
+register(
+    Check(
+        name="landscape_predictions",
+        notebook=NOTEBOOK,
+        points=2,
+        probe=probe_landscape_predictions,
+        rules={
+            "plateau": Rule(
+                "predicted",
+                rtol=0.005,
+                hint="with every score 0, softmax gives each of the classes the same "
+                "probability, whichever the label.",
+            ),
+            "adam": Rule(
+                "predicted",
+                rtol=0.005,
+                hint="at t = 1, with m = v = 0, the bias-corrected m_hat is dw and v_hat is "
+                "dw**2: each parameter moves by learning_rate * dw / |dw|.",
+            ),
+        },
+    )
+)

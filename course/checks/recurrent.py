@@ -888,6 +888,7 @@ register(
         points=3,
         probe=probe_char_training,
         builds_on=CARRIED_LAYERS,
+        trains_through=("rnn_step", "rnn_sequence", "temporal_layers", "temporal_softmax_loss"),
         rules={
             "loss": training_curve_rule(
                 LOSS_BAND,

@@ -422,6 +422,46 @@ def verdict_with_pictures(
     return float(points), text, pngs
 
 
+def by_hand_failure(check: Check, payload: dict | None, reference: dict | None = None):
+    """Why `check`'s code is not credited as written by hand: its first failing sub-check
+    that every gradient of it requires (Rule.requires_every), or that its check did not
+    run; None when it passed them, or has none. `payload` as for `verdict`."""
+    wide = {p for rule in check.rules.values() for p in rule.requires_every}
+    if not wide:
+        return None
+    if payload is None:
+        return f"its check {check.name} did not run"
+    outputs = {key: observation(decode(value)) for key, value in payload.get("outputs", {}).items()}
+    results = judge(check, outputs, load_reference(check) if reference is None else reference)
+    for result in results:
+        if result.key.partition(":")[0] in wide and not result.passed:
+            why = result.message.partition(" Likely mistake:")[0].rstrip(".")
+            return f"its check {check.name} finds {why}"
+    return None
+
+
+def withheld(chk: Check, failures: dict[str, str | None]) -> str | None:
+    """Why a check that trains through earlier backward passes (Check.trains_through) earns
+    nothing: the first of them not credited as written by hand (failures: {check: its
+    by_hand_failure}, a check absent from it did not run), else None."""
+    for earlier in chk.trains_through:
+        why = failures.get(earlier, f"its check {earlier} did not run")
+        if why is not None:
+            return why
+    return None
+
+
+def withhold(chk: Check, points: float, text: str, why: str | None) -> tuple[float, str]:
+    """(points, report) with the points withheld, and why, when `why` (withheld) says so."""
+    if why is None or points <= 0:
+        return points, text
+    head = (
+        f"{chk.name}: 0 of {chk.points:g} points (not credited: it trains through code "
+        f"whose gradients are not credited as written by hand: {why})"
+    )
+    return 0.0, "\n".join([head, *text.splitlines()[1:]])
+
+
 def carried_causes(chk: Check, carried: dict | None) -> list[str]:
     """One line per function this check runs through (Check.builds_on: an earlier exercise
     of the notebook, or code carried from an earlier assignment) that fails its own check

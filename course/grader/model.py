@@ -139,6 +139,12 @@ class Check:
     # kernel, from the seconds its grade cell took (measured by the grader's executor); it
     # replaces the kernel's values of those keys in a grading run. Only 06's speed.
     timed: Callable[[float | None], dict] | None = None
+    # The checks of the same notebook whose backward passes this one trains through (a
+    # training check): it is credited only if each of them passed the sub-checks every one
+    # of its gradients requires (Rule.requires_every: written by hand, the large case), as
+    # judged from that check's own grade cell (course.grader.judge.by_hand_failure); else a
+    # numerical gradient, which those sub-checks refuse, would earn the training's points.
+    trains_through: tuple[str, ...] = ()
 
     def seed(self) -> int:
         """The public seed: inputs of `course check` and of the committed references/.

@@ -89,12 +89,16 @@ def why_no_probe(cell, payloads: list[dict], grade_id: str) -> str:
     return "the hidden check emitted no results"
 
 
-def judge_cell(cell, inputs: Inputs | None = None, seconds: float | None = None) -> None:
+def judge_cell(
+    cell, inputs: Inputs | None = None, seconds: float | None = None, failures: dict | None = None
+) -> None:
     """Replace a hidden-check grade cell's outputs by the grader's verdict, in place.
 
     inputs: the run's seeds and references (course.grader.inputs); None: the committed ones.
     seconds: how long the grader's executor saw the cell run (None: not timed); a check
     that is `timed` is judged on what the grader observes from it, never the kernel's.
+    failures: {check: judge.by_hand_failure} of the notebook's cells judged before this one;
+    this cell's is added (Check.trains_through).
     """
     grade_id = grade_id_of_test_cell(cell)
     if grade_id is None or grade_id not in checks_by_name():
@@ -131,6 +135,14 @@ def judge_cell(cell, inputs: Inputs | None = None, seconds: float | None = None)
             fault(grade_id, "its feedback pictures failed", exc)
     except Exception as exc:
         fault(grade_id, "judging it failed", exc)
+    if failures is not None:
+        try:
+            failures[grade_id] = judge.by_hand_failure(get_check(grade_id), payload, reference)
+        except UNREADABLE:
+            failures[grade_id] = "its results could not be read"
+        points, text = judge.withhold(
+            get_check(grade_id), points, text, judge.withheld(get_check(grade_id), failures)
+        )
     cell.outputs = [
         new_output("stream", name="stdout", text=text + "\n"),
         *[
@@ -167,9 +179,16 @@ def judge_notebook(
     nb: NotebookNode, inputs: Inputs | None = None, seconds: dict[int, float] | None = None
 ) -> NotebookNode:
     """seconds: {cell index: seconds it ran}, as GuardedExecute timed them."""
-    for index, cell in enumerate(nb.cells):
-        judge_cell(cell, inputs, (seconds or {}).get(index))
+    failures: dict = {}  # Check.trains_through: the training checks are judged last
+    for index, cell in sorted(enumerate(nb.cells), key=lambda pair: _trains(pair[1])):
+        judge_cell(cell, inputs, (seconds or {}).get(index), failures)
     return nb
+
+
+def _trains(cell) -> bool:
+    """Whether a cell is the grade cell of a check that trains through others."""
+    grade_id = grade_id_of_test_cell(cell)
+    return grade_id in checks_by_name() and bool(get_check(grade_id).trains_through)
 
 
 class SanitizeStudentCells(NbGraderPreprocessor):

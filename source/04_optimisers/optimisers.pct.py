@@ -17,6 +17,7 @@
 # | 2 · A deep network | `FullyConnectedNet` | 4 |
 # | 3 · Update rules | `sgd_momentum`, `rmsprop`, `adam`, `adamw` | 9 |
 # | 4 · Ablations | nothing new: each leak, measured | 0 |
+# | 5 · The shape of the loss | two predictions | 2 |
 #
 # Fill in every cell that says `YOUR CODE HERE`, run the "check it" cell after it, and press
 # **Validate** before you submit. The cells titled "Hidden check" are graded later, on
@@ -32,6 +33,7 @@ from tqdm.auto import tqdm
 from course.data import digits
 from course.deepnet import layer_statistics
 from course.gradcheck import gradient_error, rel_error
+from course.landscape import Snapshots, flatten, interpolation, model_loss, path_landscape
 from course.notebook import check_it, explore_plot
 from course.plots import contour_paths, layer_histograms, loss_curve, plain_log_labels
 from course.training import accuracy, fit
@@ -378,10 +380,13 @@ def deep_net(scheme, hidden_dims=(100,) * 6, seed=0, **kwargs):
     return model
 
 
+starts, trained = {}, {}  # kept for part 5: the loss between each start and its end
 fig, ax = plt.subplots(figsize=(7, 3.4), layout="constrained")
 for scheme in (1e-2, "he"):
     model = deep_net(scheme)
+    starts[scheme] = {name: W.copy() for name, W in model.params.items()}
     hist = fit(model, sgd, X_train, y_train, X_val, y_val, epochs=8, config={"learning_rate": 0.05})
+    trained[scheme] = model
     ax.plot(hist["loss"], label=f"weights {scheme}: validation accuracy {hist['val_acc'][-1]:.0%}")
 ax.set(xlabel="step", ylabel="loss", title="Six hidden layers: the start decides whether it learns")
 ax.legend()
@@ -392,7 +397,8 @@ plt.show()
 # $n_\text{in}\, \sigma^2 / 2$: $0.01^2 \cdot 100 / 2 = 0.005$ for the 100-wide layers
 # (and $0.0032$ for the first, 64 inputs wide). Over six hidden layers that compounds to
 # the ratio the cell below predicts and then measures on the digits. The gradients
-# reaching the first layers are as small. The loss sits at $\log 10$ and nothing trains.
+# reaching the first layers are as small. The loss sits on a plateau (part 5 asks at what
+# loss) and nothing trains.
 # Same code, same data, same learning rate: only the first draw differs.
 
 # %%
@@ -738,10 +744,15 @@ rules = {
     "adam": (adam, {"learning_rate": 1e-3}),
     "adamw": (adamw, {"learning_rate": 1e-3}),
 }
+descents = {}  # each rule's network and its weights at every epoch, for part 5
 fig, ax = plt.subplots(figsize=(7.5, 3.6), layout="constrained")
 for name, (rule, config) in tqdm(rules.items(), desc="rules"):
     model = deep_net("he", hidden_dims=(100, 100, 100))
-    hist = fit(model, rule, X_train, y_train, X_val, y_val, epochs=10, config=config)
+    snapshots = Snapshots(model)
+    hist = fit(
+        model, rule, X_train, y_train, X_val, y_val, epochs=10, config=config, progress=snapshots
+    )
+    descents[name] = (model, snapshots.path)
     label = f"{name}: validation {hist['val_acc'][-1]:.1%}"
     if name == "adamw":  # its decay (1e-2 x lr per step) is too small to part it from adam
         ax.plot(hist["loss"], label=f"{label} (dashed: on top of adam)", lw=1.5, ls="--")
@@ -962,6 +973,156 @@ for eps in (1e-8, 0.0):
     )
 
 # %% [markdown]
+# ## 5 · The shape of the loss
+#
+# Parts 2 and 3 watched the loss over time. This part looks at the surface the steps cross,
+# with `course.landscape`: the loss on the straight line from a start to where training
+# ended (Goodfellow, Vinyals and Saxe 2015), and a training path on the plane of its own two
+# principal directions (Li, Xu, Taylor, Studer and Goldstein 2018, section 7). Two
+# predictions first (2 points), then the measurements.
+#
+# 1. `predicted_plateau_loss(num_classes)`: a network whose weights are so small that every
+#    score is 0 (to the digits printed): its softmax loss, averaged over the batch, with
+#    `num_classes` classes. Below: the 10 digits, from part 2's start of 0.01.
+# 2. `predicted_adam_first_step(learning_rate, num_params)`: Adam's first update (t = 1,
+#    from m = v = 0) of `num_params` parameters, each of whose gradients is far larger than
+#    $\epsilon$ (take $\epsilon$ as 0): the length of the whole step, the Euclidean norm of
+#    the new weights minus the old, all parameters together. Below: part 2's two starts, at
+#    Adam's default rate of $10^{-3}$.
+
+
+# %% nbgrader={"grade": false, "grade_id": "landscape_predictions_solution", "locked": false, "schema_version": 3, "solution": true}
+def predicted_plateau_loss(num_classes):
+    """The softmax loss, averaged over the batch, when every score is 0."""
+    ### BEGIN SOLUTION
+    return np.log(num_classes)
+    ### END SOLUTION
+
+
+def predicted_adam_first_step(learning_rate, num_params):
+    """The norm of Adam's first step over num_params parameters, epsilon taken as 0."""
+    ### BEGIN SOLUTION
+    return learning_rate * np.sqrt(num_params)
+    ### END SOLUTION
+
+
+# %% nbgrader={"grade": true, "grade_id": "landscape_predictions", "locked": true, "points": 2, "schema_version": 3, "solution": false}
+# Hidden check (2 points): each prediction within 1%, on settings you do not see.
+### BEGIN HIDDEN TESTS
+from course.grading import check
+
+check("landscape_predictions", globals())
+### END HIDDEN TESTS
+
+# %% [markdown]
+# ### A plateau at the start
+#
+# Part 2's two networks of six hidden layers, each drawn on the line from its start
+# ($a = 0$) to its weights after 8 epochs of SGD ($a = 1$), and half as far again on either
+# side. A line is one direction out of as many as the network has parameters (printed): it
+# shows whether the start and the end are joined by a descent, not the path training took.
+
+# %%
+fig, ax = plt.subplots(figsize=(7, 3.4), layout="constrained")
+for scheme, start in starts.items():
+    loss = model_loss(trained[scheme], X_train, y_train)
+    line = interpolation(loss, start, trained[scheme].params)
+    ax.plot(line.alphas, line.losses, marker=".", label=f"weights {scheme}")
+    lowest = int(np.argmin(line.losses))
+    print(
+        f"weights {scheme}: loss {loss(start):.4f} at the start, "
+        f"{loss(trained[scheme].params):.4f} after training; lowest on the line "
+        f"{line.losses[lowest]:.4f}, at a = {line.alphas[lowest]:.2f}"
+    )
+print(f"you predicted {predicted_plateau_loss(10):.4f} on the plateau")
+print(f"one line through {flatten(start).size} parameters")
+ax.axvline(0, color="gray", lw=0.8)
+ax.axvline(1, color="gray", lw=0.8)
+ax.set(
+    xlabel="a: (1 - a) start + a trained",
+    ylabel="training loss",
+    title="From the start to the trained weights: a plateau, or a descent",
+)
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# At 0.01 every score is tiny, so the loss sits at your prediction 1 all along the line:
+# eight epochs of SGD did not leave the plateau. (In the last digit: the output biases can
+# learn how often each digit occurs, which lowers the plateau to the entropy of the labels,
+# a hair below $\log 10$.) From He's start the same line falls to the trained weights and
+# beyond them, to its lowest point past $a = 1$ (printed): eight epochs stopped short of the
+# bottom of this line.
+#
+# ### Steps on a plateau
+#
+# SGD's step is the rate times the gradient, so on a plateau it is as flat as the plateau.
+# Adam divides each gradient by its own running size: its first step is as long on a
+# plateau as on a slope, if each gradient is far larger than $\epsilon$. Measured at part
+# 2's two starts, on the whole training set: SGD's first step (rate 0.05, as in part 2) and
+# Adam's (rate $10^{-3}$), beside your prediction 2 for the parameters whose gradient is not
+# exactly 0 (a ReLU that fires for no example, or a pixel that is 0 in every image,
+# passes no gradient to those weights).
+
+# %%
+for scheme in starts:
+    model = deep_net(scheme)  # part 2's start again: the same seed
+    _, grads = model.loss(X_train, y_train)
+    gradient = flatten(grads)
+    moves = {n: adam(W, grads[n], {"learning_rate": 1e-3})[0] - W for n, W in model.params.items()}
+    adam_step = np.linalg.norm(flatten(moves))
+    moving = int(np.count_nonzero(gradient))
+    below = np.mean(np.abs(gradient[gradient != 0]) < 1e-8)
+    weights = np.concatenate([grads[n].ravel() for n in grads if n.startswith("W")])
+    predicted = predicted_adam_first_step(1e-3, moving)
+    print(
+        f"weights {scheme}: SGD's first step {0.05 * np.linalg.norm(gradient):.2e}; Adam's "
+        f"{adam_step:.4f}, you predicted {predicted:.4f} for its {moving} parameters with a "
+        f"gradient (measured / predicted {adam_step / predicted:.3f}); {below:.1%} of those "
+        f"gradients are below epsilon (1e-8), the median |dW| of the weight matrices is "
+        f"{np.median(np.abs(weights)):.1e}"
+    )
+
+# %% [markdown]
+# From He's start Adam's step is your prediction 2 within a thousandth (the ratio printed:
+# $\epsilon$ shortens each step a little). At 0.01 most gradients are below $\epsilon$,
+# and there $\epsilon$, not the gradient, sets the step: $\hat m / (\sqrt{\hat v} +
+# \epsilon)$ is far below 1. Adam's first step is then shorter than predicted, though
+# still far longer than SGD's: $\epsilon$ leaks into the escape from a plateau, as it did
+# into dead units in part 4.
+#
+# ### Two paths across one network's landscape
+#
+# Part 3 trained one network (three hidden layers, He's start) with each rule for 10
+# epochs and kept its weights at every epoch. Below, SGD's path and Adam's, each on the
+# plane of its own two principal directions, centred on its trained weights (at (0, 0)),
+# with the training loss over that plane and along the path. What these pictures cannot
+# show: each plane is one of countless planes through the trained weights, the one that
+# holds as much of that path as two directions can (the share is in each title); what the
+# path does outside it is not drawn; and the two planes, centred on two different
+# endpoints, are two different slices, so their contours are not comparable point for
+# point. The axes' scale is the path's own extent.
+
+# %%
+for name in ("sgd", "adam"):
+    model, path = descents[name]
+    trajectory, _, _ = path_landscape(model_loss(model, X_train, y_train), path, resolution=21)
+    steps = np.diff(np.stack([flatten(p) for p in path]), axis=0)
+    print(
+        f"{name}: {trajectory.explained_variance.sum():.1%} of the path's variance on its plane; "
+        f"it ended {np.linalg.norm(flatten(path[-1]) - flatten(path[0])):.2f} from its start, "
+        f"after {np.linalg.norm(steps, axis=1).sum():.2f} of epoch-to-epoch steps"
+    )
+plt.show()
+
+# %% [markdown]
+# Both paths lie almost wholly in their planes (the shares printed), so what a plane can
+# show of them, it shows; the share is the whole path's, and its last steps, the shortest,
+# near the trained weights, can lie further out of the plane than it suggests. Compare how far each went from its start, and how its path
+# bends: the update rule, not only the network, decides which part of the landscape
+# training visits.
+
+# %% [markdown]
 # ## What to take away
 #
 # - Initialise for the activation: He for ReLU holds the activations steady. For tanh,
@@ -974,5 +1135,9 @@ for eps in (1e-8, 0.0):
 #   correction, where weight decay enters, how the learning rate moves over time.
 # - Watch the update-to-weight ratio while training: about $10^{-3}$ for SGD; under Adam
 #   it mostly restates $\eta / \text{RMS}(W)$.
+# - Too small a start is a plateau at $\log C$ (part 5): SGD's step is as small as its
+#   slope, and Adam's first step, $\eta \sqrt{n}$ where gradients dwarf $\epsilon$, is
+#   set by $\epsilon$ where they do not. A slice of the loss is one line or plane out of
+#   as many dimensions as there are parameters: it shows a path, not the whole surface.
 # - Start from random weights (a constant start keeps units identical), and keep Adam's
 #   $\epsilon$: a unit whose gradient is exactly 0 is $0/0$ without it.
