@@ -351,3 +351,49 @@ def test_feedback_warns_of_nothing_about_display_data_priority():
     )
     assert "display_data_priority" not in proc.stderr
     assert "Config option `other` not recognized by `ClearHiddenTests`." in proc.stderr
+
+
+# ---------------------------------------------------------------- one block per stream
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from course.grader.nbgrader_ext import coalesce_streams  # noqa: E402
+
+
+@st.composite
+def chunked(draw, text: str, name: str) -> list:
+    """`text` on stream `name`, cut where a kernel's flush timer might cut it."""
+    cuts = sorted(draw(st.sets(st.integers(1, max(1, len(text) - 1)), max_size=4)))
+    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+    return [new_output("stream", name=name, text=p) for p in pieces if p]
+
+
+@st.composite
+def interleaved(draw) -> list:
+    """What a cell printing to both streams may send: each stream's chunks in order, the two
+    streams' chunks in any order."""
+    failed = draw(chunked("check it FAILED: not written yet\n", "stderr"))
+    losses = draw(chunked("loss 2.302\nloss 2.301\n", "stdout"))
+    order = draw(st.permutations([0] * len(failed) + [1] * len(losses)))
+    streams = [failed, losses]
+    return [streams[which].pop(0) for which in order]
+
+
+@given(before=interleaved(), after=interleaved())
+def test_two_gradings_of_one_cell_keep_the_same_outputs_however_the_kernel_chunked_them(
+    before, after
+):
+    """Issue 55: one stderr line arrived in one message or two, and two gradings of one
+    submission differed. A figure flushes both streams, so a run ends there."""
+    figure = new_output("display_data", data={"text/plain": "<Figure>"})
+    first = coalesce_streams([*before, figure, *after])
+    assert [(o.output_type, o.get("name")) for o in first] == [
+        ("stream", "stdout"),
+        ("stream", "stderr"),
+        ("display_data", None),
+        ("stream", "stdout"),
+        ("stream", "stderr"),
+    ]
+    assert first[0].text == first[3].text == "loss 2.302\nloss 2.301\n"
+    assert first[1].text == first[4].text == "check it FAILED: not written yet\n"

@@ -73,13 +73,28 @@ def comparable(path):
     return [(c.source, [steady(o) for o in c.get("outputs", [])]) for c in nb.cells]
 
 
+# A kernel that sends each write to stderr as its own message: `print(..., file=sys.stderr)`
+# writes the line, then its newline, and a loaded machine's flush timer can fall between
+# them (issue 55: one fresh clone's run in three split 01's "check it FAILED" line so).
+# (IPython puts back each cell's `write` after it, so the flush is hooked one level down.)
+SPLIT_STDERR = "import sys; sys.stderr._schedule_flush = sys.stderr.flush"
+
+
+def split_every_stderr_write(batch):
+    config = batch.course.root / "nbgrader_config.py"
+    line = f"c.Execute.extra_arguments = ['--IPKernelApp.exec_lines={SPLIT_STDERR}']\n"
+    config.write_text(config.read_text() + line)
+
+
 @pytest.fixture(scope="module")
 def twins(tmp_path_factory):
-    """The same class graded twice: plain sequential nbgrader, and `course grade --workers 2`."""
+    """The same class graded twice: plain sequential nbgrader, and `course grade --workers 2`
+    with every write to stderr flushed on its own (chunked as a loaded machine may)."""
     sequential = Batch(tmp_path_factory.mktemp("sequential"), ASSIGNMENT, NOTEBOOK)
     parallel = Batch(tmp_path_factory.mktemp("parallel"), ASSIGNMENT, NOTEBOOK)
     for batch in (sequential, parallel):
         submit_class(batch)
+    split_every_stderr_write(parallel)
     sequential.course.nbgrader("autograde", ASSIGNMENT, "--force")
     proc = parallel.course_grade("--workers", "2")
     return sequential, parallel, proc

@@ -502,10 +502,12 @@ class GuardedExecute(PromptReplies, Execute):
             self._spent[self._student] = spent
         if self._flooded:
             return self._cut(cell, resources, WHY_OUTPUT.format(self.output_limit // 2**20))
+        cell.outputs = coalesce_streams(cell.get("outputs", []))
         return cell, resources
 
     def _cut(self, cell, resources, what, ran=True):
         self._cut_off = what
+        cell.outputs = coalesce_streams(cell.get("outputs", []))
         self._note("cut off", what)
         where = (
             "The cells after this one were not run"
@@ -531,6 +533,35 @@ class GuardedExecute(PromptReplies, Execute):
 
 
 CUT_OFF = "GradingCutOff"
+
+
+def coalesce_streams(outputs: list) -> list:
+    """A cell's outputs with each run of consecutive stream outputs merged into one per
+    stream, stdout before stderr.
+
+    The kernel sends what a cell writes in chunks cut by its flush timer, and stdout and
+    stderr on their own clocks: the same line arrives in one piece or two, and the order
+    of the two streams within a run shifts with the machine's load (issue 55: one grading
+    in three differed from another of the same submission). A figure or an error flushes
+    both streams first, so runs end where the kernel's order is real. The learner reads one
+    block instead of pieces, and two gradings of one submission are equal."""
+    merged, run = [], {}
+
+    def close_run():
+        merged.extend(run[name] for name in ("stdout", "stderr") if name in run)
+        merged.extend(out for name, out in run.items() if name not in ("stdout", "stderr"))
+        run.clear()
+
+    for out in outputs:
+        if out.get("output_type") != "stream":
+            close_run()
+            merged.append(out)
+        elif out.get("name") in run:
+            run[out["name"]]["text"] += out.get("text", "")
+        else:
+            run[out.get("name")] = NotebookNode({**out, "text": out.get("text", "")})
+    close_run()
+    return merged
 
 
 __all__ = ["GuardedExecute", "JudgeHiddenChecks", "SeedHiddenChecks"]
