@@ -30,6 +30,7 @@ from course.authoring.stubs import NamedStubs
 from course.checks import slow_grade_cells
 from course.grader.nbgrader_ext import (
     ExerciseFeedback,
+    FeedbackClearHiddenTests,
     GuardedExecute,
     JudgeHiddenChecks,
     SanitizeStudentCells,
@@ -65,14 +66,10 @@ c.Exchange.root = os.environ.get("NBGRADER_EXCHANGE", str(ROOT / ".nbgrader" / "
 # (course/grader/exchange.py: nbgrader's own only warns, and believes the folder's name).
 c.ExchangeFactory.collect = "course.grader.exchange.OwnerCheckedCollect"
 # Students name their folders and files, and nbgrader logs those names: their control
-# characters reach the terminal escaped; nbconvert's display_data_priority warnings do not
-# reach it (course/grader/logsafe.py).
+# characters reach the terminal escaped (course/grader/logsafe.py).
 c.Application.logging_config = {
-    "filters": {
-        "printable": {"()": "course.grader.logsafe.Printable"},
-        "unheeded": {"()": "course.grader.logsafe.Unheeded"},
-    },
-    "handlers": {"console": {"filters": ["printable", "unheeded"]}},
+    "filters": {"printable": {"()": "course.grader.logsafe.Printable"}},
+    "handlers": {"console": {"filters": ["printable"]}},
 }
 
 # Per-cell timeouts, in seconds: the grade cells that train a model get three times as
@@ -148,7 +145,7 @@ c.OverwriteCells.add_missing_cells = True
 # of the exercises by name (course/grader/nbgrader_ext.py).
 c.GenerateFeedback.preprocessors = [
     GetGrades,
-    ClearHiddenTests,
+    FeedbackClearHiddenTests,
     CSSHTMLHeaderPreprocessor,
     ExerciseFeedback,
 ]

@@ -222,22 +222,70 @@ def positive(text: str) -> int:
     return value
 
 
+# What `course --help` lists: a learner's commands (on a class's hub, the only ones that
+# work), the instructor's and author's behind `--help-all`.
+LEARNER_COMMANDS = ("lab", "check", "validate", "export")
+
+
+def listing(commands: dict[str, str], every: bool) -> str:
+    """The commands' section(s) of `course --help`, one line each."""
+
+    def section(title: str, names: list[str]) -> str:
+        width = max(map(len, commands))
+        lines = (
+            textwrap.fill(
+                commands[n],
+                88,
+                initial_indent=f"    {n:<{width}}  ",
+                subsequent_indent=" " * (width + 6),
+            )
+            for n in names
+        )
+        return f"{title}:\n" + "\n".join(lines)
+
+    learner = section("your commands", [n for n in LEARNER_COMMANDS if n in commands])
+    others = [n for n in commands if n not in LEARNER_COMMANDS]
+    if every:
+        return f"{learner}\n\n{section('for instructors and course authors', others)}"
+    rest = f"For instructors and course authors ({', '.join(others)}): course --help-all"
+    return f"{learner}\n\n{textwrap.fill(rest, 88)}"
+
+
+class HelpAll(argparse.Action):
+    """--help-all: the help with every command, the instructor's and author's too."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.description = parser.description_every
+        parser.print_help()
+        parser.exit()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(
         prog="course",
-        description=__doc__.split("\n")[0],
+        usage="course [-h | --help-all] COMMAND ...",
         epilog="example: course check work/01_backprop/backprop.ipynb\n"
-        "Each command has its own --help, e.g. `course grade --help`.",
+        "Each command has its own --help, e.g. `course check --help`.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument(
+        "--help-all", action=HelpAll, help="list every command, the instructor's too"
+    )
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", help=argparse.SUPPRESS
+    )
+    said: dict[str, str] = {}  # each command and what it does, for the listing
 
     def command(name: str, what: str, *examples: str) -> argparse.ArgumentParser:
         """A subcommand whose --help says what it does and shows how it is called."""
         shown = "\n".join(f"  {e}" for e in examples)
+        said[name] = what
         return commands.add_parser(
             name,
-            help=what,
+            prog=f"course {name}",  # not the top-level usage's words
             description=textwrap.fill(f"{what[0].upper()}{what[1:]}.", 88),
             epilog=f"example{'s' if len(examples) > 1 else ''}:\n{shown}",
             formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -424,6 +472,8 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument(
         "--seeds", type=positive, default=3, help="with --bands: secret seeds per check (3)"
     )
+    parser.description = listing(said, every=False)
+    parser.description_every = listing(said, every=True)
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # said by the command's own parser, with its usage and its --help
         commands.choices[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")

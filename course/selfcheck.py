@@ -123,11 +123,12 @@ def print_table(name: str, results: list[Exercise], problems: list[str]) -> None
 def check(notebook: Path, sandboxed: bool = True) -> int:
     root = course_root()
     if not is_course_directory(root):
+        # No path in it: on a class's hub the package's folder means nothing to a student.
         raise FileNotFoundError(
-            "course check grades on the course's references and hidden checks, and there is "
-            f"no course directory here ({root}): in a class they stay with your instructor, "
-            "who grades what you submit. Press Validate, or run `course validate "
-            f"{notebook}`, to run every check it cell."
+            "course check grades on the course's references and hidden checks, and this "
+            "installation has no course directory: in a class they stay with your "
+            "instructor, who grades what you submit. Press Validate, or run `course "
+            f"validate {notebook}`, to run every check it cell."
         )
     notebook = found_notebook(notebook)
     for kept in ("release", "source"):  # the course's own copies: check writes beside it

@@ -36,7 +36,7 @@ COMMANDS = [
 
 def test_every_command_is_listed_and_its_help_says_what_and_shows_how(capsys):
     with pytest.raises(SystemExit) as done:
-        cli.main(["--help"])
+        cli.main(["--help-all"])
     listed = capsys.readouterr().out
     assert done.value.code == 0 and "example: course check" in listed
     for command in COMMANDS:
@@ -49,6 +49,19 @@ def test_every_command_is_listed_and_its_help_says_what_and_shows_how(capsys):
         assert usage.startswith(f"usage: course {command}") and description.endswith("."), shown
         example = shown.split("\nexample")[1]
         assert example.startswith(("s:\n  course ", ":\n  course ")), shown
+
+
+def test_a_learners_help_lists_the_learners_commands_and_says_where_the_rest_are(capsys):
+    """Issue 53, item 4: on a class's hub `course --help` listed build, grade, bench, ... to
+    students. Now their four commands; the instructor's and author's behind --help-all."""
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--help"])
+    listed = capsys.readouterr().out
+    assert done.value.code == 0 and listed.startswith("usage: course [-h | --help-all] COMMAND")
+    lines = {line.split()[0] for line in listed.splitlines() if line.startswith("    ")}
+    assert {"lab", "check", "validate", "export"} <= lines
+    assert not lines & {"build", "references", "grade", "demo", "cluster-certs", "bench"}
+    assert "course --help-all" in listed
 
 
 @pytest.mark.parametrize(
@@ -140,6 +153,7 @@ def test_a_hub_students_commands_without_a_course_directory(tmp_path, monkeypatc
     assert cli.main(["check", str(notebook)]) == 2
     err = capsys.readouterr().err
     assert "no course directory" in err and "release/{" not in err
+    assert "site-packages" not in err  # issue 53, item 4: no internal path
     assert cli.main(["export"]) == 0
     assert "up to date" in capsys.readouterr().out
     config = selfcheck.validate_settings(tmp_path / "site-packages")

@@ -183,6 +183,13 @@ class Class:
                 *(name, role, self.password, *full_name),
                 env=self.env,
             )
+        # Issue 53, item 5: a student added without a name is listed by their account's
+        # name, and add-user says so (the formgrader showed "None, None").
+        self.nameless = f"els3{self.instructor[3:]}"
+        self.users_added.append(self.nameless)
+        self.nameless_said = run(
+            str(self.src / "hub" / "add-user"), self.nameless, "student", env=self.env
+        ).stdout
 
     def start(self):
         self.log = (ARTEFACTS / "hub.log").open("w")
@@ -483,6 +490,10 @@ def test_a_class_on_the_hub(klass, browser):
     teacher.get_by_text("Lovelace, Ada").first.wait_for(timeout=60_000)
     assert teacher.get_by_text("Marsden, Dora").count() == 1
     assert teacher.get_by_text("None, None").count() == 0
+    assert teacher.get_by_text(klass.nameless).count() >= 1
+    assert teacher.get_by_text(f"{klass.nameless}, None").count() == 0
+    assert f"the gradebook lists them as {klass.nameless}" in klass.nameless_said
+    assert '"First Last"' in klass.nameless_said
     shot(teacher, "instructor-students")
     failed = notebook_failed_tests(klass)
     assert failed == {s1: False, s2: True}, failed  # the formgrader's "Tests Failed?"

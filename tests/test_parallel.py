@@ -70,6 +70,7 @@ def comparable(path):
         return output
 
     nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)  # a markdown cell given outputs broke the feedback page's schema
     return [(c.source, [steady(o) for o in c.get("outputs", [])]) for c in nb.cells]
 
 
@@ -139,6 +140,22 @@ def test_parallel_autograded_notebooks_equal_sequential(twins):
     for student in ("ada", "blaise", "carl", "dora", "emmy"):
         rel = f"autograded/{student}/{ASSIGNMENT}/{NOTEBOOK}.ipynb"
         assert comparable(parallel.course.root / rel) == comparable(sequential.course.root / rel)
+
+
+def test_the_formgraders_generate_feedback_logs_no_warning_or_error(twins):
+    """Issue 53, item 6: Generate Feedback in the formgrader (nbgrader's API, its log as
+    the page shows it) printed warnings an instructor reads as errors."""
+    from nbgrader.apps.api import NbGraderAPI
+    from traitlets.config.loader import PyFileConfigLoader
+
+    _, parallel, _ = twins
+    root = parallel.course.root
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config()
+    done = NbGraderAPI(config=config).generate_feedback(ASSIGNMENT, "ada", force=True)
+    assert done["success"], done
+    said = [line for line in done["log"].splitlines() if line.startswith("[")]
+    assert said and not [line for line in said if not line.startswith("[INFO]")], done["log"]
+    assert (root / "feedback" / "ada" / ASSIGNMENT / f"{NOTEBOOK}.html").is_file()
 
 
 def test_the_table_reports_the_cut_off_and_exits_one(twins):

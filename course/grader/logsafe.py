@@ -1,5 +1,4 @@
-"""Log records with the control characters of what they quote escaped, and without
-nbconvert's noise.
+"""Log records with the control characters of what they quote escaped.
 
 Students choose the names of their submission folders and files, and nbgrader logs those
 names to the instructor's terminal: ESC sequences there retitle or clear it, or erase the
@@ -26,16 +25,3 @@ class Printable(logging.Filter):
         if CONTROL.search(message):
             record.msg, record.args = printable(message), ()
         return True
-
-
-# nbconvert's HTMLExporter sets NbConvertBase.display_data_priority for every preprocessor
-# it runs, and nbgrader's preprocessors (ClearHiddenTests, the course's ExerciseFeedback)
-# declare that trait unconfigurable: each feedback page warned of it, about nothing.
-UNHEEDED = "Config option `display_data_priority` not recognized by "
-
-
-class Unheeded(logging.Filter):
-    """Drops that warning only."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith(UNHEEDED)

@@ -26,8 +26,8 @@ from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat import NotebookNode
 from nbformat.v4 import new_output
-from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from traitlets import Bool, Float, Integer
+from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor
+from traitlets import Bool, Float, Integer, List
 
 from course.checks import checks_by_name, get_check
 from course.grader import judge, model, probe
@@ -502,12 +502,13 @@ class GuardedExecute(PromptReplies, Execute):
             self._spent[self._student] = spent
         if self._flooded:
             return self._cut(cell, resources, WHY_OUTPUT.format(self.output_limit // 2**20))
-        cell.outputs = coalesce_streams(cell.get("outputs", []))
+        if cell.get("cell_type") == "code":
+            cell.outputs = coalesce_streams(cell.outputs)
         return cell, resources
 
     def _cut(self, cell, resources, what, ran=True):
         self._cut_off = what
-        cell.outputs = coalesce_streams(cell.get("outputs", []))
+        cell.outputs = coalesce_streams(cell.get("outputs", []))  # a code cell's
         self._note("cut off", what)
         where = (
             "The cells after this one were not run"
@@ -652,12 +653,29 @@ def what_it_checks(source: str) -> str:
     return ""
 
 
+# nbconvert's HTMLExporter configures NbConvertBase.display_data_priority for every
+# preprocessor it runs; nbgrader's declare that trait but not as configurable, so each
+# feedback page warned "Config option `display_data_priority` not recognized by ..." (in
+# the formgrader's log too, which an instructor reads as an error). Here it is configurable.
+def _display_data_priority() -> List:
+    return List(NbGraderPreprocessor.display_data_priority.default_value).tag(config=True)
+
+
+class FeedbackClearHiddenTests(ClearHiddenTests):
+    """nbgrader's ClearHiddenTests, for feedback pages: the same, without the warning."""
+
+    display_data_priority = _display_data_priority()
+
+
 class ExerciseFeedback(NbGraderPreprocessor):
     """generate_feedback, after GetGrades and CSSHTMLHeaderPreprocessor: a table at the top
     naming, for each hidden check, the section of the notebook it grades (the heading above
     it: an exercise, or the part whose exercises it checks together) and its score, linked
     to its report; each report without the bare `Out[n]: 0.0` that nbgrader reads partial
-    credit from (the score is in the report's heading)."""
+    credit from (the score is in the report's heading); each figure described by the
+    section it is in (a screen reader's text, and nbconvert warned of every figure without)."""
+
+    display_data_priority = _display_data_priority()
 
     def preprocess(self, nb, resources):
         from html import escape
@@ -665,6 +683,16 @@ class ExerciseFeedback(NbGraderPreprocessor):
         from nbformat.v4 import new_markdown_cell
 
         rows, previous, sections = [], None, check_sections(nb)
+        label = ""
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                label = section_of(cell.source, label)
+            for output in cell.get("outputs", []):
+                for kind in set(output.get("data", {})) & {"image/png", "image/jpeg"}:
+                    about = output.setdefault("metadata", {}).setdefault(kind, {})
+                    about.setdefault(
+                        "alt", f"A figure of your notebook, under {label or 'its title'}"
+                    )
         for cell in nb.cells:
             grade_id = grade_id_of_test_cell(cell)
             if grade_id is None:
