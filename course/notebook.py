@@ -1,5 +1,6 @@
 """Small helpers that notebooks import instead of pasting."""
 
+import ast
 import inspect
 import sys
 import traceback
@@ -78,7 +79,12 @@ def check_it(exercise: str):
         elif isinstance(error, NotImplementedError):
             what = f"not written yet: {error or kind}"
         elif isinstance(error, NameError):
-            what = f"{kind}: {error} (did an earlier cell fail?)"
+            cause = knock_on(error)
+            what = (
+                f"{kind}: {error}: {cause}"
+                if cause
+                else f"{kind}: {error} (did an earlier cell fail?)"
+            )
         else:
             what = f"{kind}: {error}" if str(error) else kind
         # A stub's message already names its exercise and function.
@@ -158,3 +164,87 @@ def explore_plot(function, shown_when=None, **controls):
     box = widgets.VBox([*ui.children[:-1], image, text])  # ui's own Output stays unused
     display(box)
     return box
+
+
+# ---------------------------------------------------------------- knock-on failures
+
+# What each cell that failed would have set, by name: {name: the cell's first line}. A later
+# NameError for one of them follows from that failure; it is not a new bug, and the
+# learner is told which cell to fix (issue 53, item 3: a plotting cell said only "name
+# 'losses' is not defined" after the training cell above it had failed).
+UNSET_BY_FAILURE: dict[str, str] = {}
+
+
+def assigned_names(source: str) -> set[str]:
+    """The names a cell binds at its top level (assignments, loops, imports, definitions),
+    read without running it; not those inside the functions and classes it defines."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    names, todo = set(), list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+            continue  # its body binds its own names
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(
+            node, ast.Lambda | ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp
+        ):
+            continue  # their variables are their own
+        todo.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def first_line(source: str) -> str:
+    lines = [line.strip() for line in source.splitlines() if line.strip()]
+    code = [line for line in lines if not line.startswith("#")]
+    return (code or lines or ["(empty cell)"])[0][:80]
+
+
+def knock_on(error: NameError) -> str:
+    """Why a NameError follows from an earlier failure, in words, or "" if it does not."""
+    cell = UNSET_BY_FAILURE.get(getattr(error, "name", None) or "")
+    if not cell:
+        return ""
+    return f"an earlier cell that sets it failed (`{cell}`): fix that cell first, then run this one"
+
+
+def note_cell(result) -> None:
+    """IPython's post_run_cell: remember what a failed cell left unset; forget it once set."""
+    source = getattr(result.info, "raw_cell", "") or ""
+    names = assigned_names(source)
+    if result.error_in_exec is not None or result.error_before_exec is not None:
+        UNSET_BY_FAILURE.update(dict.fromkeys(names, first_line(source)))
+    else:
+        for name in names:
+            UNSET_BY_FAILURE.pop(name, None)
+
+
+def explain_name_error(shell, etype, value, tb, tb_offset=None):
+    """IPython's handler for a NameError: the usual traceback, its message saying which
+    earlier failed cell it follows from (Validate and `course validate` show it). IPython
+    shows nothing itself for an exception with a handler: it is shown here."""
+    cause = knock_on(value)
+    if cause and value.args and cause not in str(value.args[0]):
+        value.args = (f"{value.args[0]}: {cause}", *value.args[1:])
+    shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+    return []
+
+
+def _watch_cells() -> None:
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None:  # imported outside a notebook: a test, the build
+        return
+    if note_cell not in shell.events.callbacks["post_run_cell"]:
+        shell.events.register("post_run_cell", note_cell)
+        shell.set_custom_exc((NameError,), explain_name_error)
+
+
+_watch_cells()

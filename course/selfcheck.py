@@ -29,6 +29,7 @@ from course.grader import autograde
 from course.grader.cells import grade_id_of_test_cell, nbgrader_meta
 from course.grader.nbgrader_ext import check_sections
 from course.grader.scratch import ScratchCourse
+from course.notebook import first_line
 from course.paths import course_root, is_course_directory
 from course.terminal import bar_size, wrapped
 from course.workspace import write_start_page
@@ -234,8 +235,15 @@ def validate(notebook: Path, out=None) -> int:
             print(f"  {first_line(cell['source'])}", file=out)
         return 1
     failed = results.get("failed", [])
+    headings = cell_headings(nbformat.read(notebook, as_version=4))
     for cell in failed:
         print(f"FAILED  {first_line(cell['source'])}", file=out)
+        if m := KNOCK_ON.search(cell["raw_error"]):
+            heading = headings.get(m.group(1), "")
+            print(
+                f"        follows from the cell that failed {heading or 'above'}: fix it first",
+                file=out,
+            )
         for line in last_lines(cell["raw_error"]):
             print(f"        {line}", file=out)
     if failed:
@@ -265,9 +273,21 @@ def validate_settings(root: Path):
     return config
 
 
-def first_line(source: str) -> str:
-    lines = [line for line in source.splitlines() if line.strip()]
-    return lines[0][:100] if lines else "(empty cell)"
+# A NameError that follows from an earlier failed cell says which (course.notebook).
+KNOCK_ON = re.compile(r"an earlier cell that sets it failed \(`(.*?)`\)")
+
+
+def cell_headings(nb) -> dict[str, str]:
+    """{a code cell's first line: "under <the heading above it>"}, as a learner finds it."""
+    from course.grader.nbgrader_ext import section_of
+
+    headings, label = {}, ""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            label = section_of(cell.source, label)
+        elif label:
+            headings.setdefault(first_line(cell.source), f'under "{label}"')
+    return headings
 
 
 def last_lines(error: str, keep: int = 3) -> list[str]:

@@ -326,3 +326,26 @@ def test_the_learners_lab_saves_widget_state():
     overrides = ROOT / "course/jupyter/student/labconfig/default_setting_overrides.json"
     settings = json.loads(overrides.read_text())
     assert settings["@jupyter-widgets/jupyterlab-manager:plugin"] == {"saveState": True}
+
+
+def test_a_cell_names_what_it_would_have_set_had_it_not_failed():
+    """Issue 53, item 3: what a failed cell leaves unset, read from its text, so that a
+    later NameError can name the cell it follows from."""
+    from course.notebook import assigned_names, first_line
+
+    source = (
+        "# train it\n"
+        "import numpy as np\nfrom course import plots as p\n"
+        "losses, (acc, val) = train(model)\n"
+        "for step in range(3):\n    total += step\n"
+        "def helper(inner):\n    hidden = 1\n"
+        "class Net:\n    width = 2\n"
+        "with open('f') as handle:\n    data: list = []\n"
+        "squares = [k * k for k in range(3)]\n"
+    )
+    assert assigned_names(source) == {
+        "np", "p", "losses", "acc", "val", "step", "total", "helper", "Net", "handle", "data",
+        "squares",
+    }  # fmt: skip
+    assert assigned_names("def broken(:") == set()
+    assert first_line(source) == "import numpy as np"

@@ -270,6 +270,10 @@ def test_validate_fails_cell_by_cell_and_passes_the_solutions(course):
     checks = sum("with check_it(" in c.source for c in nbformat.read(blank, as_version=4).cells)
     assert checks >= 6
     assert proc.stdout.count("FAILED  with check_it(") == checks  # every one, each on its own
+    # Issue 53, item 3: the plot of the training's losses failed only because the training
+    # did; it says so, and names the cell to fix by its heading.
+    assert "name 'losses' is not defined: an earlier cell that sets it failed" in proc.stdout
+    assert 'follows from the cell that failed under "4 · A tiny MLP on your engine"' in proc.stdout
 
     proc = validate(course, buggy)
     assert proc.returncode == 1, proc.stdout + proc.stderr
