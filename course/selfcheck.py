@@ -105,16 +105,54 @@ def exercises(graded: Path) -> list[Exercise]:
     return found
 
 
+CAUSE = "CAUSE "
+# What a CAUSE line blames, in a few words: "your relu_backward", "your code from 04_...".
+BLAMED = re.compile(r"CAUSE (your .*?) (?:is missing|fails its own)")
+ASSIGNMENT_NUMBER = re.compile(r"\bfrom (\d{2})_")
+
+
+def first_cause(results: list[Exercise]) -> str | None:
+    """The CAUSE line to fix first: one from the earliest assignment (code missing before
+    code wrong), else the first in the notebook; None when no exercise names a cause."""
+    causes = [
+        line.strip()
+        for e in results
+        if not e.passed
+        for line in e.report.splitlines()
+        if line.strip().startswith(CAUSE)
+    ]
+
+    def rank(cause: str) -> tuple[int, int]:
+        number = ASSIGNMENT_NUMBER.search(cause)
+        return (int(number.group(1)) if number else 99, 0 if "is missing" in cause else 1)
+
+    return min(causes, key=rank) if causes else None  # min keeps the first of equals
+
+
 def print_table(name: str, results: list[Exercise], problems: list[str]) -> None:
+    """The exercises, their points and what failed. One CAUSE explained once, first, and
+    each exercise it explains points to it (issue 53, item 2: a learner with one function
+    of 05 written read up to five CAUSE lines under each later exercise)."""
     width = max(len(e.grade_id) for e in results)
+    first = first_cause(results)
+    if first is not None:
+        print("\n".join(wrapped(f"Fix first: {first.removeprefix(CAUSE)}")))
+        print()
+    blamed = m.group(1) if first and (m := BLAMED.match(first)) else "it"
     print(f"{'exercise':<{width}}  {'points':>9}  result  section")
     for e in results:
         verdict = "pass" if e.passed else "FAIL"
         row = f"{e.grade_id:<{width}}  {e.points:>4g} / {e.max_points:<3g} {verdict:<7} "
         print("\n".join(wrapped(row + e.section, hang=len(row))))  # under the section
-        if not e.passed:
-            for line in e.report.splitlines()[1:]:
-                print("\n".join(wrapped(line, width + 4)))
+        if e.passed:
+            continue
+        lines = e.report.splitlines()[1:]
+        causes = [line for line in lines if line.strip().startswith(CAUSE)]
+        if first is not None and any(line.strip() == first for line in causes):
+            causes = [f'  {CAUSE}{blamed}: see "Fix first" above.']
+        # The cause first, as the grader's report puts it (its failures follow from it).
+        for line in causes[:1] + [line for line in lines if not line.strip().startswith(CAUSE)]:
+            print("\n".join(wrapped(line, width + 4)))
     total, full = sum(e.points for e in results), sum(e.max_points for e in results)
     for problem in problems:
         print("\n".join(wrapped(f"note: {problem}")))

@@ -360,7 +360,9 @@ def test_course_check_exports_and_names_the_earlier_bug(tmp_path):
     assert proc.returncode == 1, proc.stderr
     assert (notebook.parent / f"{module_name(A03)}.py").exists()
     words = " ".join(proc.stdout.split())  # as read, across the lines it wraps to
-    assert f"CAUSE your affine_backward from {A03} fails its own check there" in words
+    # Said once, first; the exercise points to it (issue 53, item 2).
+    assert words.startswith(f"Fix first: your affine_backward from {A03} fails its own check there")
+    assert f'CAUSE your affine_backward from {A03}: see "Fix first" above.' in words
 
 
 # ---------------------------------------------------------------- the grader's side

@@ -419,3 +419,45 @@ def test_validate_starts_again_when_its_kernel_could_not_bind_a_port(tmp_path):
 
     with pytest.raises(zmq.error.ZMQError):
         _validated(Broken(), tmp_path / "a.ipynb")
+
+
+def test_one_cause_is_said_once_and_each_exercise_points_to_it(capsys):
+    """Issue 53, item 2: with one function of 05 written, `course check` listed up to five
+    CAUSE lines under each later exercise. The earliest cause is said once, first; under
+    each exercise it explains, one line points to it; another cause keeps one line."""
+    from course import selfcheck
+
+    missing_03 = (
+        "  CAUSE your code from 03_multilayer is missing from this submission: do "
+        "03_multilayer, then re-run this notebook's import cell (or `course export`)."
+    )
+    wrong_04 = (
+        "  CAUSE your adam from 04_optimisers fails its own check there (adam: its m is "
+        "wrong); fix it in 04_optimisers, save, then re-run this notebook's import cell."
+    )
+    own = (
+        "  CAUSE your layernorm_forward fails its own hidden check, layernorm (its out is "
+        "wrong); this check runs through it: fix it first."
+    )
+
+    def failed(grade_id, *causes):
+        report = "\n".join([f"{grade_id}: 0 of 3 points", *causes, "  FAIL out: it is wrong."])
+        return selfcheck.Exercise(grade_id, 0.0, 3.0, report, f"Exercise on {grade_id}")
+
+    results = [
+        selfcheck.Exercise("batchnorm", 3.0, 3.0, "batchnorm: 3 of 3 points", "Exercise 1"),
+        failed("layernorm_backward", own),
+        failed("finished_net", own, wrong_04, missing_03),
+        failed("normalised_training", wrong_04, missing_03, own),
+    ]
+    selfcheck.print_table("normalisation", results, [])
+    out = capsys.readouterr().out
+    assert out.startswith("Fix first: your code from 03_multilayer is missing")
+    assert out.count("CAUSE") == 3 and out.count("03_multilayer is missing") == 1
+    pointer = 'CAUSE your code from 03_multilayer: see "Fix first" above.'
+    assert out.count(pointer) == 2
+    assert out.count("CAUSE your layernorm_forward fails its own hidden check") == 1
+    lines = out.splitlines()
+    for grade_id in ("finished_net", "normalised_training"):
+        row = next(i for i, line in enumerate(lines) if line.startswith(grade_id))
+        assert lines[row + 1].strip() == pointer and "FAIL out" in lines[row + 2]
