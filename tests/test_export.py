@@ -191,6 +191,32 @@ def test_unwritten_and_uncompilable_functions_are_named(tmp_path, in_folder, cap
         affine_forward(None, None, None)
 
 
+def test_a_missing_class_stands_in_as_a_class_that_can_be_subclassed(tmp_path, in_folder, capsys):
+    """Issue 53, item 1: 05's `class FullyConnectedNet(FullyConnectedNet04):` raised
+    TypeError (a class cannot inherit from a function) and Run All stopped there. The stand-in
+    for a missing class is a class; making one, the learner's subclass too, says why."""
+    (tmp_path / "work" / A04).mkdir(parents=True)
+    shutil.copy(ROOT / "release" / A04 / "optimisers.ipynb", tmp_path / "work" / A04)
+    folder = tmp_path / "work" / "05_normalisation"
+    folder.mkdir()
+    shutil.copy(ROOT / "release" / "05_normalisation" / "normalisation.ipynb", folder)
+    in_folder(folder, tmp_path)
+    for how in ("not written yet", "is missing"):  # 04 as released, then never fetched
+        FullyConnectedNet04, adam = carry(A04, "FullyConnectedNet adam")
+        assert how in capsys.readouterr().out
+        assert isinstance(FullyConnectedNet04, type) and not isinstance(adam, type)
+
+        class FullyConnectedNet(FullyConnectedNet04):
+            def __init__(self, hidden_dims, input_dim, num_classes):
+                super().__init__(hidden_dims, input_dim, num_classes)
+
+        for made in (FullyConnectedNet04, FullyConnectedNet):
+            with pytest.raises(CarriedCodeMissing, match=f"`FullyConnectedNet` from {A04}"):
+                made([7], 8, 4)
+        shutil.rmtree(tmp_path / "work" / A04, ignore_errors=True)
+        (folder / f"{module_name(A04)}.py").unlink(missing_ok=True)
+
+
 def test_a_carried_module_is_reported_once_without_what_it_carries(tmp_path, in_folder, capsys):
     """05 carries 04, whose module carries 03 (unwritten here): 05's cell for 04 says what
     04 gives, not 03's lines again (issue 33, item 3); outside work/, the fix names the
