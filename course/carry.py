@@ -25,7 +25,10 @@ Where the code comes from, by the folder the notebook runs in:
 A learner's kernel thus never holds a reference implementation. A function that is
 missing, not written yet, or does not compile is replaced by a placeholder that raises
 `CarriedCodeMissing` saying which function, from which assignment, and how to fix it; the
-cell prints the same in one line.
+cell prints the same in one line. A missing class stands in as a class, so a later
+notebook's subclass of it is still defined (making one raises). From then on Run All
+goes on: a later cell that needs the missing code says so on stderr instead of raising
+(see "Run All goes on" below).
 """
 
 from __future__ import annotations
@@ -298,9 +301,11 @@ def _placeholder(name: str, assignment: str, why: str, is_class: bool = False):
 # A cell that raises stops JupyterLab's Run All. While code this notebook carries is
 # missing, every experiment that runs through it would stop there, and nothing after it
 # would run. So once a placeholder is handed out in an IPython kernel, each later cell is
-# run inside a guard: CarriedCodeMissing, and a NameError of a name that a cell stopped by
-# it never defined, are printed on stderr in one line instead of raised. Any other error
-# is raised as before; grade cells (they import course.grading) are never guarded.
+# run inside a guard (an AST transformer): CarriedCodeMissing, and any error of a cell that
+# read what a cell stopped by it left unmade or half made, is printed on stderr in one
+# line instead of raised, as a "check it" cell does (course.notebook.check_it). Any other
+# error is raised as before, with its own traceback; grade cells (they import
+# course.grading) are never guarded.
 
 _GUARD_CALL = "__import__('course.carry').carry"
 _undefined_because: dict[str, str] = {}  # name -> the missing code that kept it undefined
@@ -328,8 +333,9 @@ def _read_names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
-def _cell_failed(error: BaseException, assigned: list[str], read: list[str]) -> None:
-    """Report `error` on stderr if missing earlier code explains it; raise it otherwise.
+def _reported(error: BaseException, assigned: list[str], read: list[str]) -> bool:
+    """Report `error` on stderr if missing earlier code explains it; else say it was not
+    (the cell re-raises it, with its own traceback).
 
     It does when it is CarriedCodeMissing, or when the cell, or a function it called, read
     a name that a cell stopped by it left undefined or half made (an empty dict of curves).
@@ -344,7 +350,7 @@ def _cell_failed(error: BaseException, assigned: list[str], read: list[str]) -> 
         cause = _undefined_because[names[0]]
         why = f"{type(error).__name__}: {error}, after an earlier cell it needs stopped: {cause}"
     else:
-        raise error
+        return False
     _undefined_because.update(dict.fromkeys(assigned, cause))
     print(f"This cell stopped: {why}. Run All goes on.", file=sys.stderr)
     from IPython import get_ipython
@@ -353,6 +359,7 @@ def _cell_failed(error: BaseException, assigned: list[str], read: list[str]) -> 
     for name in assigned:
         if name not in namespace:  # never made: a stand-in, so a widget of it still shows
             namespace[name] = _Unmade(name, _undefined_because[name])
+    return True
 
 
 def _refuse(self, *args, **kwargs):
@@ -401,14 +408,16 @@ def _cell_ran(assigned: list[str]) -> None:
 
 
 class _MissingCodeGuard(ast.NodeTransformer):
-    """Wraps a cell in try/except _cell_failed, keeping its last expression displayed."""
+    """Wraps a cell in try/except _reported, keeping its last expression displayed."""
 
     def visit_Module(self, module: ast.Module) -> ast.Module:
         body = module.body
-        grade_cell = any(
-            isinstance(n, ast.ImportFrom) and n.module == "course.grading" for n in ast.walk(module)
+        # A grade cell is graded as it runs; a __future__ import must stay first.
+        unguarded = any(
+            isinstance(n, ast.ImportFrom) and n.module in ("course.grading", "__future__")
+            for n in ast.walk(module)
         )
-        if not body or grade_cell:
+        if not body or unguarded:
             return module
         shown = None
         if isinstance(body[-1], ast.Expr):  # kept as the cell's value, shown if it ran
@@ -418,7 +427,8 @@ class _MissingCodeGuard(ast.NodeTransformer):
         assigned, read = sorted(_assigned_names(body)), sorted(_read_names(module))
         guarded = ast.parse(
             f"try:\n    pass\nexcept Exception as __carry_error__:\n"
-            f"    {_GUARD_CALL}._cell_failed(__carry_error__, {assigned!r}, {read!r})\n"
+            f"    if not {_GUARD_CALL}._reported(__carry_error__, {assigned!r}, {read!r}):\n"
+            "        raise\n"
             f"else:\n    {_GUARD_CALL}._cell_ran({assigned!r})"
         ).body[0]
         guarded.body = body
