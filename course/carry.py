@@ -25,7 +25,10 @@ Where the code comes from, by the folder the notebook runs in:
 A learner's kernel thus never holds a reference implementation. A function that is
 missing, not written yet, or does not compile is replaced by a placeholder that raises
 `CarriedCodeMissing` saying which function, from which assignment, and how to fix it; the
-cell prints the same in one line.
+cell prints the same in one line. A missing class stands in as a class, so a later
+notebook's subclass of it is still defined (making one raises). From then on Run All
+goes on: a later cell that needs the missing code says so on stderr instead of raising
+(see "Run All goes on" below).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import json
 import os
 import re
 import sys
+import traceback
 import types
 from collections.abc import Iterator
 from datetime import datetime
@@ -91,6 +95,12 @@ def defined_names(source: str) -> list[str]:
     return re.findall(r"^(?:def|class)\s+([A-Za-z_]\w*)", source, flags=re.MULTILINE)
 
 
+def defined_classes(source: str) -> list[str]:
+    """Top-level classes of a cell or module: their stand-ins must be classes too, since a
+    later notebook subclasses them (05's `class FullyConnectedNet(FullyConnectedNet04)`)."""
+    return re.findall(r"^class\s+([A-Za-z_]\w*)", source, flags=re.MULTILINE)
+
+
 def last_check_failures(notebook: Path) -> dict[str, str]:
     """{exercise: its score} of the exercises that lost points in the learner's latest
     `course check` of `notebook`, if that check is newer than the notebook's last save."""
@@ -132,6 +142,7 @@ def module_text(nb: nbformat.NotebookNode, origin: str, failed: dict | None = No
             parts.append(f"# --- cell {index} of {origin}\n{cell.source.strip()}\n")
     # An exercise graded `relu` covers relu_forward and relu_backward.
     exported = [n for c in nb.cells if is_exported(c) for n in defined_names(c.source)]
+    classes = [n for c in nb.cells if is_exported(c) for n in defined_classes(c.source)]
     lost = {
         name: score
         for grade_id, score in (failed or {}).items()
@@ -140,7 +151,7 @@ def module_text(nb: nbformat.NotebookNode, origin: str, failed: dict | None = No
     }
     parts.append(
         f"__origin__ = {origin!r}\n__unwritten__ = {unwritten!r}\n__broken__ = {broken!r}\n"
-        f"__lost_points__ = {lost!r}\n"
+        f"__lost_points__ = {lost!r}\n__classes__ = {classes!r}\n"
     )
     return "\n\n".join(parts)
 
@@ -255,15 +266,202 @@ def _load(assignment: str, here: Path) -> tuple[types.ModuleType | None, str, st
     return module, origin, ""
 
 
-def _placeholder(name: str, assignment: str, why: str):
+def _classes_of(assignment: str, module: types.ModuleType | None) -> set[str]:
+    """The names `assignment` defines as classes: its module says (`__classes__`); without
+    one, its released notebook (or source) in the course folder, if there is one."""
+    if module is not None and hasattr(module, "__classes__"):
+        return set(module.__classes__)
+    for top in ("release", "source"):
+        path = notebook_of(_course_root() / top / assignment)
+        if path is not None:
+            cells = nbformat.read(path, as_version=4).cells
+            return {n for c in cells if is_exported(c) for n in defined_classes(c.source)}
+    return set()
+
+
+def _placeholder(name: str, assignment: str, why: str, is_class: bool = False):
     message = f"`{name}` from {assignment} is not available: {why}"
 
     def missing(*args, **kwargs):
         raise CarriedCodeMissing(message)
 
+    if is_class:
+        # A class, so that `class FullyConnectedNet(FullyConnectedNet04):` still defines
+        # the learner's class; making one (theirs too, through super().__init__) raises.
+        stand_in = type(name, (), {"__init__": missing, "__doc__": message})
+        stand_in.__qualname__ = name
+        return stand_in
     missing.__name__ = missing.__qualname__ = name
     missing.__doc__ = message
     return missing
+
+
+# ------------------------------------------------ Run All goes on past missing earlier code
+#
+# A cell that raises stops JupyterLab's Run All. While code this notebook carries is
+# missing, every experiment that runs through it would stop there, and nothing after it
+# would run. So once a placeholder is handed out in an IPython kernel, each later cell is
+# run inside a guard (an AST transformer): CarriedCodeMissing, and any error of a cell that
+# read what a cell stopped by it left unmade or half made, is printed on stderr in one
+# line instead of raised, as a "check it" cell does (course.notebook.check_it). Any other
+# error is raised as before, with its own traceback; grade cells (they import
+# course.grading) are never guarded.
+
+_GUARD_CALL = "__import__('course.carry').carry"
+_undefined_because: dict[str, str] = {}  # name -> the missing code that kept it undefined
+
+
+def _assigned_names(body: list) -> set[str]:
+    """Names a cell's top-level statements bind (not those inside its functions)."""
+    names, todo = set(), list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+        todo.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def _read_names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _reported(error: BaseException, assigned: list[str], read: list[str]) -> bool:
+    """Report `error` on stderr if missing earlier code explains it; else say it was not
+    (the cell re-raises it, with its own traceback).
+
+    It does when it is CarriedCodeMissing, or when the cell, or a function it called, read
+    a name that a cell stopped by it left undefined or half made (an empty dict of curves).
+    """
+    frames = traceback.walk_tb(error.__traceback__)
+    used = set(read).union(*(frame.f_code.co_names for frame, _ in frames))
+    if isinstance(error, CarriedCodeMissing):
+        cause = why = str(error)
+        if why.startswith("`") and " was never made, since " in why:  # an _Unmade's
+            cause = why.split(" was never made, since its cell stopped: ", 1)[-1]
+    elif names := sorted(used & set(_undefined_because)):
+        cause = _undefined_because[names[0]]
+        why = f"{type(error).__name__}: {error}, after an earlier cell it needs stopped: {cause}"
+    else:
+        return False
+    _undefined_because.update(dict.fromkeys(assigned, cause))
+    print(f"This cell stopped: {why}. Run All goes on.", file=sys.stderr)
+    from IPython import get_ipython
+
+    namespace = get_ipython().user_ns
+    for name in assigned:
+        if name not in namespace:  # never made: a stand-in, so a widget of it still shows
+            namespace[name] = _Unmade(name, _undefined_because[name])
+    return True
+
+
+def _refuse(self, *args, **kwargs):
+    raise CarriedCodeMissing(object.__getattribute__(self, "_why"))
+
+
+class _Unmade:
+    """What a cell stopped by missing code left unmade (`bn_net = deep_net()`). Its
+    attributes, items and calls are stand-ins too, so a widget built on it is still made
+    (05's loss landscape: `explore(loss_of, bn_net.params)`) and says why it cannot draw;
+    anything that needs a value (printing, iterating, arithmetic, an array) raises
+    CarriedCodeMissing with that why."""
+
+    def __init__(self, name: str, why: str):
+        object.__setattr__(self, "_why", f"`{name}` was never made, since its cell stopped: {why}")
+
+    def _part(self):  # bn_net.params: unmade for bn_net's reason
+        part = object.__new__(_Unmade)
+        object.__setattr__(part, "_why", self._why)
+        return part
+
+    def __getattr__(self, attr: str):
+        if attr.startswith("__"):  # protocols probed by hasattr (numpy, IPython): absent
+            raise AttributeError(attr)
+        return self._part()
+
+    def __getitem__(self, key):
+        return self._part()
+
+    def __call__(self, *args, **kwargs):
+        return self._part()
+
+    def __repr__(self) -> str:
+        return f"<{self._why}>"
+
+    __setattr__ = __setitem__ = __delattr__ = __iter__ = __len__ = __bool__ = _refuse
+    __str__ = __format__ = __float__ = __int__ = __index__ = __array__ = _refuse
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
+    __truediv__ = __rtruediv__ = __pow__ = __rpow__ = __matmul__ = __rmatmul__ = _refuse
+    __neg__ = __abs__ = __lt__ = __le__ = __gt__ = __ge__ = __contains__ = _refuse
+
+
+def _cell_ran(assigned: list[str]) -> None:
+    for name in assigned:  # made whole again (a re-run after a fix)
+        _undefined_because.pop(name, None)
+
+
+class _MissingCodeGuard(ast.NodeTransformer):
+    """Wraps a cell in try/except _reported, keeping its last expression displayed."""
+
+    def visit_Module(self, module: ast.Module) -> ast.Module:
+        body = module.body
+        # A grade cell is graded as it runs; a __future__ import must stay first.
+        unguarded = any(
+            isinstance(n, ast.ImportFrom) and n.module in ("course.grading", "__future__")
+            for n in ast.walk(module)
+        )
+        if not body or unguarded:
+            return module
+        shown = None
+        if isinstance(body[-1], ast.Expr):  # kept as the cell's value, shown if it ran
+            shown = body[-1].value
+            body = [*body[:-1], ast.parse(f"{_GUARD_CALL}._keep(None)").body[0]]
+            body[-1].value.args = [shown]
+        assigned, read = sorted(_assigned_names(body)), sorted(_read_names(module))
+        guarded = ast.parse(
+            f"try:\n    pass\nexcept Exception as __carry_error__:\n"
+            f"    if not {_GUARD_CALL}._reported(__carry_error__, {assigned!r}, {read!r}):\n"
+            "        raise\n"
+            f"else:\n    {_GUARD_CALL}._cell_ran({assigned!r})"
+        ).body[0]
+        guarded.body = body
+        after = [ast.parse(f"{_GUARD_CALL}._shown()").body[0]] if shown is not None else []
+        module.body = [ast.parse(f"{_GUARD_CALL}._keep(None)").body[0], guarded, *after]
+        return ast.fix_missing_locations(module)
+
+
+_last_value = None
+
+
+def _keep(value):
+    global _last_value
+    _last_value = value
+
+
+def _shown():
+    """The cell's last expression, for IPython to display (None if the cell stopped)."""
+    global _last_value
+    value, _last_value = _last_value, None
+    return value
+
+
+def _guard_run_all() -> None:
+    try:
+        from IPython import get_ipython
+    except ImportError:  # a plain Python process: nothing to guard
+        return
+    shell = get_ipython()
+    if shell is not None and not any(
+        isinstance(t, _MissingCodeGuard) for t in shell.ast_transformers
+    ):
+        shell.ast_transformers.append(_MissingCodeGuard())
 
 
 def carry(assignment: str, names: str) -> tuple:
@@ -313,7 +511,12 @@ def carry(assignment: str, names: str) -> tuple:
         for name, problem in problems:
             print(f"  `{name}`: {problem}.")
     missing = {n: why for n, why in problems if n not in found}
+    if missing:
+        _guard_run_all()
+    classes = _classes_of(assignment, module) if missing else set()
     return tuple(
-        _placeholder(n, assignment, missing[n]) if n in missing else getattr(module, n)
+        _placeholder(n, assignment, missing[n], n in classes or n[:1].isupper())
+        if n in missing
+        else getattr(module, n)
         for n in wanted
     )

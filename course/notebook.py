@@ -9,6 +9,8 @@ from pathlib import Path
 
 from IPython.display import Markdown, display
 
+from course.carry import CarriedCodeMissing
+
 
 def add_to_class(cls):
     """Decorator: attach the decorated function to `cls` as a method (as in d2l).
@@ -74,7 +76,7 @@ def check_it(exercise: str):
         yield
     except Exception as error:  # noqa: BLE001 (every failure is reported, none hidden)
         kind = type(error).__name__
-        if isinstance(error, CheckItFailed):
+        if isinstance(error, CheckItFailed | CarriedCodeMissing):  # says what, and why
             what = str(error)
         elif isinstance(error, NotImplementedError):
             what = f"not written yet: {error or kind}"

@@ -18,6 +18,7 @@ from tests import harness
 COSTLIEST_FIRST = [
     "test_adversarial.py",
     "test_notebooks.py",
+    "test_run_all.py",
     "test_attacks_round6.py",
     "test_attacks_round5.py",
     "test_parallel.py",

@@ -191,6 +191,70 @@ def test_unwritten_and_uncompilable_functions_are_named(tmp_path, in_folder, cap
         affine_forward(None, None, None)
 
 
+def test_a_missing_class_stands_in_as_a_class_that_can_be_subclassed(tmp_path, in_folder, capsys):
+    """Issue 53, item 1: 05's `class FullyConnectedNet(FullyConnectedNet04):` raised
+    TypeError (a class cannot inherit from a function) and Run All stopped there. The stand-in
+    for a missing class is a class; making one, the learner's subclass too, says why."""
+    (tmp_path / "work" / A04).mkdir(parents=True)
+    shutil.copy(ROOT / "release" / A04 / "optimisers.ipynb", tmp_path / "work" / A04)
+    folder = tmp_path / "work" / "05_normalisation"
+    folder.mkdir()
+    shutil.copy(ROOT / "release" / "05_normalisation" / "normalisation.ipynb", folder)
+    in_folder(folder, tmp_path)
+    for how in ("not written yet", "is missing"):  # 04 as released, then never fetched
+        FullyConnectedNet04, adam = carry(A04, "FullyConnectedNet adam")
+        assert how in capsys.readouterr().out
+        assert isinstance(FullyConnectedNet04, type) and not isinstance(adam, type)
+
+        class FullyConnectedNet(FullyConnectedNet04):
+            def __init__(self, hidden_dims, input_dim, num_classes):
+                super().__init__(hidden_dims, input_dim, num_classes)
+
+        for made in (FullyConnectedNet04, FullyConnectedNet):
+            with pytest.raises(CarriedCodeMissing, match=f"`FullyConnectedNet` from {A04}"):
+                made([7], 8, 4)
+        shutil.rmtree(tmp_path / "work" / A04, ignore_errors=True)
+        (folder / f"{module_name(A04)}.py").unlink(missing_ok=True)
+
+
+def test_cells_that_need_missing_code_say_so_and_run_all_goes_on(
+    tmp_path, in_folder, capsys, monkeypatch
+):
+    """In a kernel (IPython here, in-process), once carry hands out a placeholder: a cell
+    stopped by it, or by what such a cell left half made or unmade, prints why on stderr
+    and does not fail (Run All goes on); the learner's own other errors still raise."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    folder = tmp_path / "work" / "05_normalisation"
+    folder.mkdir(parents=True)
+    in_folder(folder, tmp_path)  # 04 never fetched
+    monkeypatch.setattr(carry_module, "_undefined_because", {})
+    shell = InteractiveShell.instance()
+    try:
+        run = [
+            shell.run_cell(cell)
+            for cell in (
+                'from course.carry import carry\nNet04, = carry("04_optimisers", "Net")',
+                "class Net(Net04):\n    pass",
+                "curves = {}\nnet = Net()\ncurves[1] = net",
+                "max(curves)",
+                "print(net.params['W1'])",
+                "1 + 1",
+                "not_defined_anywhere",
+            )
+        ]
+    finally:
+        InteractiveShell.clear_instance()
+    assert [r.success for r in run] == [True] * 6 + [False]
+    assert run[5].result == 2 and isinstance(run[6].error_in_exec, NameError)
+    stopped = [line for line in capsys.readouterr().err.splitlines() if "Run All goes on" in line]
+    assert len(stopped) == 3, stopped
+    assert stopped[0].startswith(f"This cell stopped: `Net` from {A04} is not available")
+    assert stopped[1].startswith("This cell stopped: ValueError: max() arg is an empty")
+    assert stopped[2].startswith("This cell stopped: `net` was never made, since its cell")
+    assert all(f"`Net` from {A04} is not available" in line for line in stopped)
+
+
 def test_a_carried_module_is_reported_once_without_what_it_carries(tmp_path, in_folder, capsys):
     """05 carries 04, whose module carries 03 (unwritten here): 05's cell for 04 says what
     04 gives, not 03's lines again (issue 33, item 3); outside work/, the fix names the
