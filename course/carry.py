@@ -101,6 +101,35 @@ def defined_classes(source: str) -> list[str]:
     return re.findall(r"^class\s+([A-Za-z_]\w*)", source, flags=re.MULTILINE)
 
 
+def assigned_names(source: str) -> set[str]:
+    """The names a cell binds at its top level (assignments, loops, imports, definitions),
+    read without running it; not those inside the functions and classes it defines."""
+    try:
+        return names_bound(ast.parse(source).body)
+    except SyntaxError:
+        return set()
+
+
+def names_bound(body: list) -> set[str]:
+    """The names statements bind in the namespace they run in (a cell's: the notebook's)."""
+    names, todo = set(), list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+            continue  # its body binds its own names
+        if isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(
+            node, ast.Lambda | ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp
+        ):
+            continue  # their variables are their own
+        todo.extend(ast.iter_child_nodes(node))
+    return names
+
+
 def last_check_failures(notebook: Path) -> dict[str, str]:
     """{exercise: its score} of the exercises that lost points in the learner's latest
     `course check` of `notebook`, if that check is newer than the notebook's last save."""
@@ -311,24 +340,6 @@ _GUARD_CALL = "__import__('course.carry').carry"
 _undefined_because: dict[str, str] = {}  # name -> the missing code that kept it undefined
 
 
-def _assigned_names(body: list) -> set[str]:
-    """Names a cell's top-level statements bind (not those inside its functions)."""
-    names, todo = set(), list(body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-            continue
-        if isinstance(node, ast.Lambda):
-            continue
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-        elif isinstance(node, ast.alias):
-            names.add((node.asname or node.name).split(".")[0])
-        todo.extend(ast.iter_child_nodes(node))
-    return names
-
-
 def _read_names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
@@ -424,7 +435,7 @@ class _MissingCodeGuard(ast.NodeTransformer):
             shown = body[-1].value
             body = [*body[:-1], ast.parse(f"{_GUARD_CALL}._keep(None)").body[0]]
             body[-1].value.args = [shown]
-        assigned, read = sorted(_assigned_names(body)), sorted(_read_names(module))
+        assigned, read = sorted(names_bound(body)), sorted(_read_names(module))
         guarded = ast.parse(
             f"try:\n    pass\nexcept Exception as __carry_error__:\n"
             f"    if not {_GUARD_CALL}._reported(__carry_error__, {assigned!r}, {read!r}):\n"

@@ -1,6 +1,5 @@
 """Small helpers that notebooks import instead of pasting."""
 
-import ast
 import inspect
 import sys
 import traceback
@@ -9,7 +8,7 @@ from pathlib import Path
 
 from IPython.display import Markdown, display
 
-from course.carry import CarriedCodeMissing
+from course.carry import CarriedCodeMissing, assigned_names
 
 
 def add_to_class(cls):
@@ -175,31 +174,6 @@ def explore_plot(function, shown_when=None, **controls):
 # learner is told which cell to fix (issue 53, item 3: a plotting cell said only "name
 # 'losses' is not defined" after the training cell above it had failed).
 UNSET_BY_FAILURE: dict[str, str] = {}
-
-
-def assigned_names(source: str) -> set[str]:
-    """The names a cell binds at its top level (assignments, loops, imports, definitions),
-    read without running it; not those inside the functions and classes it defines."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
-    names, todo = set(), list(tree.body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            names.add(node.name)
-            continue  # its body binds its own names
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-        elif isinstance(
-            node, ast.Lambda | ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp
-        ):
-            continue  # their variables are their own
-        todo.extend(ast.iter_child_nodes(node))
-    return names
 
 
 def first_line(source: str) -> str:

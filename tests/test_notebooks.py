@@ -331,7 +331,8 @@ def test_the_learners_lab_saves_widget_state():
 def test_a_cell_names_what_it_would_have_set_had_it_not_failed():
     """Issue 53, item 3: what a failed cell leaves unset, read from its text, so that a
     later NameError can name the cell it follows from."""
-    from course.notebook import assigned_names, first_line
+    from course.carry import assigned_names
+    from course.notebook import first_line
 
     source = (
         "# train it\n"

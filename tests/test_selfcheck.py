@@ -421,7 +421,7 @@ def test_validate_starts_again_when_its_kernel_could_not_bind_a_port(tmp_path):
         _validated(Broken(), tmp_path / "a.ipynb")
 
 
-def test_one_cause_is_said_once_and_each_exercise_points_to_it(capsys):
+def test_one_cause_is_said_once_and_each_exercise_points_to_it(capsys, monkeypatch):
     """Issue 53, item 2: with one function of 05 written, `course check` listed up to five
     CAUSE lines under each later exercise. The earliest cause is said once, first; under
     each exercise it explains, one line points to it; another cause keeps one line."""
@@ -450,6 +450,7 @@ def test_one_cause_is_said_once_and_each_exercise_points_to_it(capsys):
         failed("finished_net", own, wrong_04, missing_03),
         failed("normalised_training", wrong_04, missing_03, own),
     ]
+    monkeypatch.setenv("COLUMNS", "200")  # one line each, whatever runs the test
     selfcheck.print_table("normalisation", results, [])
     out = capsys.readouterr().out
     assert out.startswith("Fix first: your code from 03_multilayer is missing")
