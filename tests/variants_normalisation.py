@@ -33,6 +33,19 @@ MUTANTS = [
             '    if False:\n        raise ValueError(f"bn_param',
         ),
     ),
+    # Issue 54: kept 2.87 of 3 though a wrong test mode caps the cell.
+    wrong(
+        "bn forward: test mode updates the running averages with the test batch",
+        BNF,
+        {"batchnorm_forward", TRAINING},
+        (
+            "        cache = None\n",
+            "        cache = None\n"
+            "        running_mean = momentum * running_mean + (1 - momentum) * x.mean(axis=0)\n"
+            "        running_var = momentum * running_var + (1 - momentum) * x.var(axis=0)\n",
+        ),
+        capped={"batchnorm_forward"},
+    ),
     m(
         "bn forward: variance as mean(x**2) - mu**2",
         BNF,

@@ -221,10 +221,13 @@ register(
                 cap=WRONG_VALUE_CAP,
                 hint="in test mode normalise with bn_param's running averages and eps.",
             ),
-            # Credited only with the test-mode output: leaving them alone is easy.
+            # Credited only with the test-mode output: leaving them alone is easy. Capped: a
+            # test mode that moves the running averages is a wrong test mode (its next
+            # call normalises with other statistics), and kept 2.87 of 3 (issue 54).
             "unchanged": Rule(
                 "running averages after a test-mode call",
                 rtol=1e-10,
+                cap=WRONG_VALUE_CAP,
                 hint="test mode must leave bn_param's running averages as they were.",
                 requires="test",
             ),
