@@ -192,6 +192,13 @@ MUTANTS = [
         ("pe[:, 0::2] = np.sin(angles)", "pe[:, 0::2] = np.cos(angles)"),
         ("pe[:, 1::2] = np.cos(angles[:, : D // 2])", "pe[:, 1::2] = np.sin(angles[:, : D // 2])"),
     ),
+    # Issue 54: kept 24 of 24 while every D probed was even.
+    m(
+        "positions: the cos of every frequency (raises for an odd D)",
+        PE,
+        {"positional_encoding"},
+        ("pe[:, 1::2] = np.cos(angles[:, : D // 2])", "pe[:, 1::2] = np.cos(angles)"),
+    ),
     m(
         "positions: counted from 1",
         PE,

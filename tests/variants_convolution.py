@@ -251,6 +251,16 @@ MUTANTS = [
         ("* np.sqrt(2 / (C * 9))", "* 0.01"),
         ("* np.sqrt(2 / hidden)", "* 0.01"),
     ),
+    # Issue 54: kept 3 of 3 while only the weights were judged at construction.
+    m(
+        "net: the convolution's bias started at 0.01 (the text says biases 0)",
+        NET,
+        {"convnet_training"},
+        (
+            'self.params["b1"] = np.zeros(num_filters)',
+            'self.params["b1"] = np.full(num_filters, 0.01)',
+        ),
+    ),
     m(
         "net: the regulariser without its 1/2",
         NET,

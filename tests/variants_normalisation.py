@@ -33,6 +33,19 @@ MUTANTS = [
             '    if False:\n        raise ValueError(f"bn_param',
         ),
     ),
+    # Issue 54: kept 2.87 of 3 though a wrong test mode caps the cell.
+    wrong(
+        "bn forward: test mode updates the running averages with the test batch",
+        BNF,
+        {"batchnorm_forward", TRAINING},
+        (
+            "        cache = None\n",
+            "        cache = None\n"
+            "        running_mean = momentum * running_mean + (1 - momentum) * x.mean(axis=0)\n"
+            "        running_var = momentum * running_var + (1 - momentum) * x.var(axis=0)\n",
+        ),
+        capped={"batchnorm_forward"},
+    ),
     m(
         "bn forward: variance as mean(x**2) - mu**2",
         BNF,
@@ -284,6 +297,27 @@ MUTANTS = [
         (
             "mask = (np.random.rand(*x.shape) < p) / p",
             "mask = (np.random.default_rng().random(x.shape) < p) / p",
+        ),
+    ),
+    # Issue 54: kept 2 of 2 while every call of the check passed a fresh dict.
+    m(
+        "dropout: the mask kept in dropout_param, reused by every later call without a seed",
+        DF,
+        {"dropout_forward"},
+        (
+            "        mask = (np.random.rand(*x.shape) < p) / p\n",
+            '        if "seed" in dropout_param or "mask" not in dropout_param:\n'
+            '            dropout_param["mask"] = (np.random.rand(*x.shape) < p) / p\n'
+            '        mask = dropout_param["mask"]\n',
+        ),
+    ),
+    m(
+        "dropout: the mask kept in dropout_param by setdefault, reused even with a seed",
+        DF,
+        {"dropout_forward"},
+        (
+            "mask = (np.random.rand(*x.shape) < p) / p",
+            'mask = dropout_param.setdefault("mask", (np.random.rand(*x.shape) < p) / p)',
         ),
     ),
     # dropout_backward
@@ -732,6 +766,31 @@ def dropout_backward(dout, cache):
 """,
 }
 
+DROPOUT_FRESH_GENERATOR = {
+    DF: '''\
+def dropout_forward(x, dropout_param):
+    """np.random after the seed, when one is given (the API); else a fresh generator of its
+    own, seeded by the operating system, for every call."""
+    p, mode = dropout_param["p"], dropout_param["mode"]
+    if mode == "test":
+        return x, (dropout_param, None)
+    if mode != "train":
+        raise ValueError(f"unknown dropout mode {mode!r}")
+    if "seed" in dropout_param:
+        np.random.seed(dropout_param["seed"])
+        uniform = np.random.random_sample(x.shape)
+    else:
+        uniform = np.random.default_rng().random(x.shape)
+    keep = uniform < p
+    return np.where(keep, x / p, 0.0), (dropout_param, keep / p)
+''',
+    DB: """\
+def dropout_backward(dout, cache):
+    dropout_param, scaled_mask = cache
+    return dout if scaled_mask is None else dout * scaled_mask
+""",
+}
+
 NET_STANDALONE = '''\
 class FullyConnectedNet:
     """Written from scratch, not subclassing 04's: one list of layers walked both ways."""
@@ -965,6 +1024,10 @@ ALTERNATES = [
         },
     ),
     Alternate("dropout with a boolean mask, scaled in both passes", DROPOUT_BOOLEAN_CACHE),
+    Alternate(
+        "dropout from a fresh default_rng() without a seed, np.random with one",
+        DROPOUT_FRESH_GENERATOR,
+    ),
     Alternate(
         "scale predictions computed",
         {

@@ -242,6 +242,18 @@ MUTANTS = [
         ),
         capped={"clip_grad_norm"},
     ),
+    # Issue 54: kept the cell's 2 of 2 while the check's arrays were named g0, g1, ...
+    wrong(
+        "clip: the biases (keys starting with 'b') left unclipped",
+        CLIP,
+        {"clip_grad_norm", TRAINING},
+        (
+            "return {name: g * scale for name, g in grads.items()}, total_norm",
+            'return {name: g if name.startswith("b") else g * scale for name, g in grads.items()}, '
+            "total_norm",
+        ),
+        capped={"clip_grad_norm"},
+    ),
     wrong(
         "clip: always rescaled to the limit",
         CLIP,

@@ -550,8 +550,9 @@ register(
 
 
 def probe_positional_encoding(student, rng, out):
-    """positional_encoding(T, D) at sizes from wide ranges, and a long sequence in few
-    dimensions: a table replayed from the notebook's sizes is right only where they repeat."""
+    """positional_encoding(T, D) at sizes from wide ranges, an odd D, and a long sequence in
+    few dimensions: a table replayed from the notebook's sizes is right only where they
+    repeat."""
     # Sizes from wide ranges: the encoding is a function of (T, D) alone, so a committed
     # table replayed is right wherever the sizes happen to repeat.
     T1, T2 = _sizes(rng, 2, 3, 60)
@@ -559,7 +560,10 @@ def probe_positional_encoding(student, rng, out):
     D3 = 2 * int(rng.integers(2, 40))
     # and a long sequence in few dimensions (T far above D), of a length nobody can guess
     T4, D4 = max(D1, D2) + int(rng.integers(5, 200)), 2 * int(rng.integers(1, 4))
-    for T, D in ((T1, D1), (T2, D2), (D3, D3), (T4, D4)):
+    # and an odd D (the API asks for any D: sin on its even columns, one more than the cos
+    # on its odd ones), where a cos of every frequency does not fit the odd columns (issue 54)
+    T5, D5 = int(rng.integers(3, 60)), 2 * int(rng.integers(1, 20)) + 1
+    for T, D in ((T1, D1), (T2, D2), (D3, D3), (T4, D4), (T5, D5)):
         out.record(f"out:T = {T}, D = {D}", lambda T=T, D=D: student.positional_encoding(T, D))
 
 
@@ -574,7 +578,8 @@ register(
                 "encoding for",
                 rtol=1e-9,
                 hint="column 2i is sin(p / 10000**(2i / D)), column 2i + 1 its cos, at the "
-                "same frequency (2i, not i, in the exponent; positions from 0).",
+                "same frequency (2i, not i, in the exponent; positions from 0); an odd D has "
+                "one sin column more than cos columns.",
             )
         },
     )

@@ -1030,9 +1030,11 @@ def probe_convnet(student, rng, out):
     def construction():
         net = student.SmallConvNet(input_dim=shape, num_filters=F, num_classes=classes, seed=4)
         names = ["W1", "b1", "W2", "b2"]
-        return np.concatenate([np.shape(net.params[n]) for n in names]).astype(float)
+        shapes = np.concatenate([np.shape(net.params[n]) for n in names]).astype(float)
+        biases = np.concatenate([np.ravel(net.params[n]) for n in ("b1", "b2")])
+        return shapes, biases.astype(np.float64)
 
-    out.record("shapes:of W1, b1, W2, b2", construction)
+    out.record(["shapes:at construction", "bias:at construction"], construction)
 
     # He's initialisation, judged by each weight's sample statistics (any generator, any
     # draw order): sizes from the (secret) seed, at least 648 entries per weight.
@@ -1123,9 +1125,18 @@ register(
         trains_through=("conv_fast", "max_pool_naive", "spatial_batchnorm"),
         rules={
             "shapes": Rule(
-                "parameter shapes",
+                "parameter shapes (W1, b1, W2, b2)",
                 rtol=0,
                 hint="W1 (F, C, 3, 3), b1 (F,), W2 (F * (H // 2) * (W // 2), classes), b2.",
+            ),
+            # Issue 54: b1 = 0.01 (the notebook's text: biases 0) kept 3 of 3. Exact zeros
+            # (rtol 0), credited only beside the right shapes (drawn from the secret seed), as
+            # 03's TwoLayerNet's are.
+            "bias": Rule(
+                "biases (b1, b2)",
+                rtol=0,
+                hint="the biases start at 0: np.zeros(num_filters) and np.zeros(num_classes).",
+                requires="shapes",
             ),
             # A wrong initial scale (another fan, a forgotten factor) kept 2.4-2.7 of 3:
             # capped, as any wrong value is.

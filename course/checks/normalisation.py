@@ -221,10 +221,13 @@ register(
                 cap=WRONG_VALUE_CAP,
                 hint="in test mode normalise with bn_param's running averages and eps.",
             ),
-            # Credited only with the test-mode output: leaving them alone is easy.
+            # Credited only with the test-mode output: leaving them alone is easy. Capped: a
+            # test mode that moves the running averages is a wrong test mode (its next
+            # call normalises with other statistics), and kept 2.87 of 3 (issue 54).
             "unchanged": Rule(
                 "running averages after a test-mode call",
                 rtol=1e-10,
+                cap=WRONG_VALUE_CAP,
                 hint="test mode must leave bn_param's running averages as they were.",
                 requires="test",
             ),
@@ -466,13 +469,14 @@ SIGMAS = 6.0  # bands on a mask's statistics: this many standard errors of a cor
 
 
 def _mask_stats(got, want):
-    """(share kept, spread over rows, spread over columns, share redrawn by another seed)
-    of the student's mask, and (p, rows, columns) of the reference run's inputs."""
+    """(share kept, spread over rows, spread over columns, share redrawn by another seed,
+    share redrawn by a second call without a seed) of the student's mask, and (p, rows,
+    columns) of the reference run's inputs."""
     got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
-    if got.shape != (7,) or want.shape != (7,):
+    if got.shape != (8,) or want.shape != (8,):
         raise ValueError("not a mask observation")
-    p, rows, cols = want[4], want[5], want[6]
-    return got[:4], p, rows, cols
+    p, rows, cols = want[5], want[6], want[7]
+    return got[:5], p, rows, cols
 
 
 def _kept(got, want):
@@ -490,24 +494,62 @@ def _rows(got, want):
 
 
 def _columns(got, want):
-    (_, _, spread, _), p, rows, cols = _mask_stats(got, want)
+    (_, _, spread, *_), p, rows, cols = _mask_stats(got, want)
     expected = np.sqrt(p * (1 - p) / rows)
     return abs(spread / expected - 1) <= SIGMAS / np.sqrt(2 * cols) or (
         "the share kept varies over the columns not as independent draws do"
     )
 
 
-def _redrawn(got, want):
-    (*_, changed), p, rows, cols = _mask_stats(got, want)
+def _changed_share(changed, p, rows, cols) -> bool:
+    """Whether `changed`, the share of units that two masks treat differently, is within
+    SIGMAS standard errors of 2 p (1 - p), the share two independent masks give. For
+    independent masks the count is Binomial(rows * cols, q) with rows * cols near 100,000
+    and q = 2 p (1 - p) in [0.25, 0.46] here: 6 standard errors out on either side has a
+    probability of about 2e-9 (normal tails; the binomial's skew is negligible at this size),
+    so a right mask fails it on no seed anyone will meet. Two equal masks (changed = 0) are
+    180 standard errors or more below."""
     q = 2 * p * (1 - p)  # a unit kept by one mask and dropped by the other, or the reverse
     band = SIGMAS * np.sqrt(q * (1 - q) / (rows * cols))
-    return abs(changed - q) <= band or "another seed does not draw an independent mask"
+    return abs(changed - q) <= band
+
+
+def _redrawn(got, want):
+    (*_, changed, _), p, rows, cols = _mask_stats(got, want)
+    return _changed_share(changed, p, rows, cols) or (
+        "another seed does not draw an independent mask"
+    )
+
+
+def _fresh(got, want):
+    (*_, changed), p, rows, cols = _mask_stats(got, want)
+    return _changed_share(changed, p, rows, cols) or (
+        "a second call with the same dropout_param and no seed does not draw a fresh, "
+        "independent mask"
+    )
+
+
+def _seeded_again(got, want):
+    """measure: masks drawn with one seed, the same seed again, another seed (fresh dicts),
+    then the first seed in a dict already used by a call without a seed (stacked): seeded's
+    verdict, and the last mask the first's (the API: a seed means np.random.seed(seed)
+    before drawing, whatever the dict held)."""
+    draws = np.asarray(got, dtype=np.float64)
+    if draws.ndim < 1 or len(draws) != 4:
+        return "not four masks"
+    verdict = seeded(draws[:3], want)
+    if verdict is not True:
+        return verdict
+    return np.array_equal(draws[3], draws[0]) or (
+        "a seed given in a dropout_param already used does not draw its mask again"
+    )
 
 
 def probe_dropout_forward(student, rng, out):
     """dropout_forward in train mode on about 100,000 units, as the mask's sample statistics
-    (share kept, per row and column, another seed's overlap) and the scale of what is kept; a
-    seed drawing the same mask again; test mode, the identity; and an unknown mode."""
+    (share kept, per row and column, another seed's overlap, the overlap of two calls with one
+    dict and no seed) and the scale of what is kept; a seed drawing the same mask again, also
+    in a dict used before; test mode, the identity; and an unknown mode."""
     forward = student.dropout_forward
     for label, low in (("p near 0.3", 0.25), ("p near 0.8", 0.75)):
         p = float(rng.uniform(low, low + 0.1))
@@ -519,6 +561,11 @@ def probe_dropout_forward(student, rng, out):
         def train(x=x, p=p, seed=seed, rows=rows, cols=cols):
             result = np.asarray(forward(x.copy(), {"mode": "train", "p": p, "seed": seed})[0])
             other = np.asarray(forward(x.copy(), {"mode": "train", "p": p, "seed": seed + 1})[0])
+            # Two calls with one dict and no seed: each must draw a fresh mask (the API), so
+            # a mask kept in the dict and reused shows (the other calls pass fresh dicts).
+            shared = {"mode": "train", "p": p}
+            first = np.asarray(forward(x.copy(), shared)[0])
+            second = np.asarray(forward(x.copy(), shared)[0])
             kept = result != 0
             ratio = result[kept] / x[kept]
             # Sample statistics of the mask (observations), and the inputs' p and shape
@@ -529,14 +576,15 @@ def probe_dropout_forward(student, rng, out):
                     kept.mean(axis=1).std(),
                     kept.mean(axis=0).std(),
                     np.mean(kept != (other != 0)),
+                    np.mean((first != 0) != (second != 0)),
                     p,
                     rows,
                     cols,
                 ]
             )
-            return stats, stats, stats, stats, np.array([ratio.min(), ratio.max()])
+            return stats, stats, stats, stats, stats, np.array([ratio.min(), ratio.max()])
 
-        keys = ["kept", "rows", "columns", "redraw", "scale"]
+        keys = ["kept", "rows", "columns", "redraw", "fresh", "scale"]
         out.record([f"{k}:{label}" for k in keys], train)
 
         small = away_from_zero(rng, (int(rng.integers(11, 15)), int(rng.integers(7, 10))))
@@ -547,6 +595,11 @@ def probe_dropout_forward(student, rng, out):
                 forward(small.copy(), {"mode": "train", "p": p, "seed": s})[0]
                 for s in (seed, seed, seed + 1)
             ]
+            # A dict used once without a seed, then given the first seed: its mask again.
+            shared = {"mode": "train", "p": p}
+            forward(small.copy(), shared)
+            shared["seed"] = seed
+            draws.append(forward(small.copy(), shared)[0])
             return np.stack([np.asarray(d, dtype=np.float64) for d in draws])
 
         out.record(f"seed:{label}", reproducible)
@@ -600,6 +653,14 @@ register(
                 "draw the mask after np.random.seed(seed), from np.random.",
                 _redrawn,
             ),
+            # Issue 54: a mask kept in dropout_param on the first call and reused by every
+            # later call without a seed kept 2 of 2 while every call passed a fresh dict.
+            "fresh": _mask_rule(
+                "units whose fate changes between two calls without a seed (one dropout_param),",
+                "without a seed every call draws a fresh mask: keep no mask in dropout_param "
+                "from one call to the next.",
+                _fresh,
+            ),
             "scale": Rule(
                 "smallest and largest kept output / input,",
                 rtol=1e-9,
@@ -610,8 +671,9 @@ register(
             "seed": Rule(
                 "masks drawn with a seed,",
                 kind="true",
-                hint="call np.random.seed(seed) before drawing, when the seed is given.",
-                measure=seeded,
+                hint="call np.random.seed(seed) before drawing, when the seed is given, "
+                "and draw the mask from np.random then (not a mask kept from an earlier call).",
+                measure=_seeded_again,
                 requires="scale",
             ),
             # Raising on every call fails the rest (and caps the cell): weighed lightly.
