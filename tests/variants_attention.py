@@ -326,23 +326,23 @@ MUTANTS = [
         ("return np.sqrt(head_dim)", "return head_dim"),
     ),
     m(
-        "shape: SGD's ratio from the gradient alone, sqrt(d)",
+        "shape: SGD's ratio from the gradient alone, c",
         SHAPE,
         {"shape_predictions"},
-        ("    return head_dim", "    return np.sqrt(head_dim)"),
+        ("    return query_scale**2", "    return query_scale"),
     ),
     m(
         "shape: SGD's ratio 1, the same function so the same step",
         SHAPE,
         {"shape_predictions"},
-        ("    return head_dim", "    return 1.0"),
+        ("    return query_scale**2", "    return 1.0"),
     ),
     m(
         "shape: the notebook's d = 64 only",
         SHAPE,
         {"shape_predictions"},
         ("return np.sqrt(head_dim)", "return 8.0"),
-        ("    return head_dim", "    return 64.0"),
+        ("    return query_scale**2", "    return 64.0"),
     ),
 ]
 
@@ -639,8 +639,8 @@ def predicted_query_scale(head_dim):
     return float((scores[0, 0] - scores[0, 1]) / np.log(p[0] / p[1]))
 
 
-def predicted_sgd_step_ratio(head_dim):
-    return predicted_query_scale(head_dim) ** 2
+def predicted_sgd_step_ratio(query_scale):
+    return query_scale * query_scale
 """
 
 ALTERNATES = [
@@ -672,8 +672,8 @@ def softmax(x, axis=-1):
         {
             SHAPE: "import math\n\n\ndef predicted_query_scale(head_dim):\n"
             "    return math.sqrt(head_dim)\n\n\n"
-            "def predicted_sgd_step_ratio(head_dim):\n"
-            "    return float(np.float32(math.sqrt(head_dim)) ** 2)\n"
+            "def predicted_sgd_step_ratio(query_scale):\n"
+            "    return float(np.float32(query_scale) ** 2)\n"
         },
     ),
     Alternate(

@@ -959,9 +959,13 @@ def probe_shape_predictions(student, rng, out):
         "query:c with softmax(q k^T) = softmax((c q) k^T / sqrt(d))",
         lambda: np.array([student.predicted_query_scale(int(d)) for d in widths], dtype=float),
     )
+    # Asked in terms of c, not d: its answer, d, would be the identity of its argument, and
+    # any function of the package that hands its argument back would earn the point.
     out.record(
-        "sgd:SGD's step relative to W_q, unscaled over scaled",
-        lambda: np.array([student.predicted_sgd_step_ratio(int(d)) for d in widths], dtype=float),
+        "sgd:SGD's step relative to W_q, unscaled over scaled, at c = sqrt(d)",
+        lambda: np.array(
+            [student.predicted_sgd_step_ratio(float(np.sqrt(d))) for d in widths], dtype=float
+        ),
     )
 
 

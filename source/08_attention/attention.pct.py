@@ -1420,11 +1420,11 @@ print(", ".join(f"{label}: {1e3 * t:.1f} ms a step" for label, t in step_seconds
 # width $d$ (`head_dim`):
 #
 # 1. `predicted_query_scale(head_dim)`: that number $c$.
-# 2. `predicted_sgd_step_ratio(head_dim)`: take your scaled model at query weights $c\,W_q$
-#    and the unscaled one at $W_q$, so the same function. One step of plain SGD, at the
-#    same learning rate, on the same batch: how many times larger is the unscaled model's
+# 2. `predicted_sgd_step_ratio(query_scale)`: take your scaled model at query weights
+#    $c\,W_q$ and the unscaled one at $W_q$, so the same function. One step of plain SGD, at
+#    the same learning rate, on the same batch: how many times larger is the unscaled model's
 #    step relative to its own query weights, $\lVert \Delta W_q \rVert / \lVert W_q \rVert$?
-#    Below: $d = 64$.
+#    Write it in terms of $c$ (`query_scale`, your first answer). Below: $d = 64$.
 
 
 # %% nbgrader={"grade": false, "grade_id": "shape_predictions_solution", "locked": false, "schema_version": 3, "solution": true}
@@ -1435,10 +1435,11 @@ def predicted_query_scale(head_dim):
     ### END SOLUTION
 
 
-def predicted_sgd_step_ratio(head_dim):
-    """|dW_q| / |W_q| of one SGD step, unscaled model at W_q over scaled model at c W_q."""
+def predicted_sgd_step_ratio(query_scale):
+    """|dW_q| / |W_q| of one SGD step, unscaled model at W_q over scaled model at c W_q,
+    where c is `query_scale`."""
     ### BEGIN SOLUTION
-    return head_dim
+    return query_scale**2
     ### END SOLUTION
 
 
@@ -1542,7 +1543,7 @@ grad_ratio = np.linalg.norm(grads_u["0.Wq"]) / np.linalg.norm(grads_s["0.Wq"])
 print(f"loss scaled {loss_s:.6f}, unscaled {loss_u:.6f} ({abs(loss_s - loss_u):.1e} apart)")
 print(f"|dL/dW_q| unscaled / scaled: {grad_ratio:.4f} (c = {c:.4f})")
 print(f"one SGD step, relative to W_q: unscaled / scaled {sgd_u / sgd_s:.4f}",
-      f"(you predicted {predicted_sgd_step_ratio(d_head):.4f})")  # fmt: skip
+      f"(you predicted {predicted_sgd_step_ratio(c):.4f})")  # fmt: skip
 print(f"one step of your Adam, relative to W_q: unscaled / scaled {adam_u / adam_s:.4f}")
 draw = random_directions(scaled.params, seed=3, count=1)[0]
 slices = {
