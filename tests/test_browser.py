@@ -451,3 +451,48 @@ def test_reports_wrap_between_words_in_chromium(browser, tmp_path, template):
     assert widths and all(scroll <= client for scroll, client in widths), widths  # not clipped
     assert page.evaluate(WORDS_CUT) == []
     page.close()
+
+
+def test_05s_loss_landscape_widget_redraws_in_the_learners_lab(browser, tmp_path):
+    """Issue 53, item 7: 05's loss-landscape widget was never reached in a walk (Run All
+    stopped before it). A learner who has done 03, 04 and 05 runs 05 in their lab, moves
+    the widget's seed slider, and the slice is drawn again."""
+    course = ScratchCourse(tmp_path / "course")
+    workspace.prepare(course.root)
+    for assignment, name in [
+        ("03_multilayer", "multilayer"),
+        ("04_optimisers", "optimisers"),
+        ("05_normalisation", "normalisation"),
+    ]:
+        mine = course.root / "work" / assignment / f"{name}.ipynb"
+        solutions = solution_sources(course.source_notebook(assignment, name))
+        nbformat.write(fill(nbformat.read(mine, as_version=4), solutions), mine)
+    lab = Lab(course.root, student=True, log=ARTEFACTS / "student-lab-05.log")
+    try:
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.on("dialog", lambda dialog: dialog.accept())
+        open_notebook(page, lab, "work/05_normalisation/normalisation.ipynb")
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+        page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+        seed = page.locator(".widget-slider", has_text="directions' seed").first
+        seed.wait_for(timeout=300_000)
+        widget = page.locator(".widget-vbox", has=seed).last  # the landscape's own box
+        picture = widget.locator("img.widget-image").first
+        picture.wait_for(timeout=60_000)
+        before = picture.get_attribute("src")
+        seed.scroll_into_view_if_needed()
+        page.screenshot(path=ARTEFACTS / "5-landscape-before.png")
+        handle = seed.locator(".noUi-handle").first
+        handle.focus()
+        handle.press("ArrowRight")  # directions' seed 0 -> 1: another plane, another slice
+        page.wait_for_function(
+            "([img, old]) => img.getAttribute('src') !== old",
+            arg=[picture.element_handle(), before],
+            timeout=120_000,
+        )
+        assert seed.locator(".widget-readout").inner_text().strip() == "1"
+        picture.scroll_into_view_if_needed()
+        page.screenshot(path=ARTEFACTS / "5-landscape-after.png")
+        page.close()
+    finally:
+        lab.stop()
