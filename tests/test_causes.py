@@ -237,3 +237,14 @@ def test_08_names_the_earliest_failing_function(bug, function, dependents):
         points, text = reports[check]
         if points < full[check]:
             assert [c for c in causes(text) if c.startswith(f"CAUSE your {function} ")], text
+
+
+# Issue 54's walk (tests/test_dependencies.py) found 03's affine_backward running
+# affine_forward (its cache) undeclared: a forward that does not flatten x is now named.
+def test_03_affine_backward_names_its_forward():
+    bug = mutant(variants_multilayer, "affine: x not flattened")
+    points, text = reports_in_process(variants_multilayer, bug)["affine_backward"]
+    assert points < max_scores(variants_multilayer)["affine_backward"]
+    [cause] = causes(text)
+    assert cause.startswith("CAUSE your affine_forward fails its own hidden check"), text
+    assert "Likely mistake" not in text, text
