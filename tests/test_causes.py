@@ -197,3 +197,54 @@ def test_the_anti_cheat_question_says_what_differed(monkeypatch):
     assert points <= 0.2
     assert "is right, yet your values at the nudged inputs" in text, text
     assert "answer differently" in text and "relative error" in text, text
+
+
+# Issue 54: in 08, attention runs the softmax, its backward pass its forward, multi-head
+# attention runs attention per head: the earliest failing function is named, and no hint
+# blames the mask, the head split or dWo (a softmax summed over axis 0 scored 4.12 of 24
+# with four cells of 0 and no cause).
+@pytest.mark.parametrize(
+    ("bug", "function", "dependents"),
+    [
+        (
+            "softmax: summed over axis 0 whatever `axis`",
+            "softmax",
+            ["attention_forward", "attention_backward", "multihead_forward",
+             "multihead_backward"],
+        ),
+        (
+            "attention: the mask applied after the softmax (rows not renormalised)",
+            "attention_forward",
+            ["attention_backward", "multihead_forward", "multihead_backward"],
+        ),
+    ],
+)  # fmt: skip
+def test_08_names_the_earliest_failing_function(bug, function, dependents):
+    from tests import variants_attention
+
+    reports = reports_in_process(variants_attention, mutant(variants_attention, bug))
+    full = max_scores(variants_attention)
+    for check in dependents:
+        points, text = reports[check]
+        assert points < full[check], (bug, check)
+        [cause] = causes(text)  # the earliest only: not attention_forward behind softmax
+        assert cause.startswith(f"CAUSE your {function} fails its own hidden check"), text
+        assert "Likely mistake" not in text, text
+        for blamed in ("the mask", "head split", "dWo = "):
+            assert blamed not in text, (check, blamed, text)
+    # The block and the training run through all of it: the same cause, where they fail.
+    for check in ("block", "transformer_training"):
+        points, text = reports[check]
+        if points < full[check]:
+            assert [c for c in causes(text) if c.startswith(f"CAUSE your {function} ")], text
+
+
+# Issue 54's walk (tests/test_dependencies.py) found 03's affine_backward running
+# affine_forward (its cache) undeclared: a forward that does not flatten x is now named.
+def test_03_affine_backward_names_its_forward():
+    bug = mutant(variants_multilayer, "affine: x not flattened")
+    points, text = reports_in_process(variants_multilayer, bug)["affine_backward"]
+    assert points < max_scores(variants_multilayer)["affine_backward"]
+    [cause] = causes(text)
+    assert cause.startswith("CAUSE your affine_forward fails its own hidden check"), text
+    assert "Likely mistake" not in text, text

@@ -36,6 +36,20 @@ MUTANTS = [
         {"softmax"},
         ("np.max(x, axis=axis, keepdims=True)", "np.max(x, axis=-1, keepdims=True)"),
     ),
+    # Issue 54: a 1-point slip that breaks every cell running the softmax; each of them
+    # names softmax as the cause (tests/test_causes.py).
+    m(
+        "softmax: summed over axis 0 whatever `axis`",
+        SM,
+        {
+            "softmax",
+            "attention_forward",
+            "attention_backward",
+            "multihead_forward",
+            "multihead_backward",
+        },
+        ("np.sum(e, axis=axis, keepdims=True)", "np.sum(e, axis=0, keepdims=True)"),
+    ),
     # attention_forward / attention_backward
     m(
         "attention backward: the softmax Jacobian summed over the queries",

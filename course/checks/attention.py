@@ -59,6 +59,17 @@ CARRIED_05 = {
     "layernorm_forward": "layernorm_forward",
     "layernorm_backward": "layernorm_backward",
 }
+# What the later checks of this notebook run of its earlier functions (Check.builds_on), the
+# most basic first: attention runs the softmax, its backward pass its forward, multi-head
+# attention runs attention per head (issue 54: a softmax summed over the wrong axis is named
+# in every cell it breaks, instead of their hints blaming the mask, the head split or dWo).
+ATTENTION = {"softmax": "softmax", "attention_forward": "attention_forward"}
+ATTENTION_BACKWARD = {**ATTENTION, "attention_backward": "attention_backward"}
+MULTIHEAD = {
+    **ATTENTION_BACKWARD,
+    "multihead_forward": "multihead_attention_forward",
+    "multihead_backward": "multihead_attention_backward",
+}
 
 
 def _sizes(rng, count: int, low: int = 2, high: int = 9) -> list[int]:
@@ -172,6 +183,7 @@ register(
         notebook=NOTEBOOK,
         points=3,
         probe=probe_attention_forward,
+        builds_on={"softmax": "softmax"},
         rules={
             "out": Rule(
                 "attention output with",
@@ -256,6 +268,7 @@ register(
         notebook=NOTEBOOK,
         points=3,
         probe=probe_attention_backward,
+        builds_on=ATTENTION,
         rules=with_large(
             {
                 "forward": Rule("attention output (forward) with", rtol=1e-8, weight=0.5),
@@ -437,6 +450,7 @@ register(
         notebook=NOTEBOOK,
         points=3,
         probe=probe_multihead_forward,
+        builds_on=ATTENTION,
         rules={
             "out": Rule(
                 "multi-head output for",
@@ -522,6 +536,7 @@ register(
         notebook=NOTEBOOK,
         points=3,
         probe=probe_multihead_backward,
+        builds_on={**ATTENTION_BACKWARD, "multihead_forward": "multihead_attention_forward"},
         rules=with_large(
             {
                 "forward": Rule("multi-head output (forward) for", rtol=1e-8, weight=0.5),
@@ -717,11 +732,7 @@ BLOCK = register(
         notebook=NOTEBOOK,
         points=4,
         probe=probe_block,
-        builds_on={
-            **CARRIED_05,
-            "multihead_forward": "multihead_attention_forward",
-            "multihead_backward": "multihead_attention_backward",
-        },
+        builds_on={**CARRIED_05, **MULTIHEAD},
         rules={
             "forward": Rule(
                 "block output for",
@@ -887,8 +898,7 @@ register(
         probe=probe_transformer_training,
         builds_on={
             **CARRIED_05,
-            "multihead_forward": "multihead_attention_forward",
-            "multihead_backward": "multihead_attention_backward",
+            **MULTIHEAD,
             "positional_encoding": "positional_encoding",
             "block": "block_forward or block_backward",
         },

@@ -339,6 +339,7 @@ CONV_BACKWARD_NAIVE = register(
         notebook=NOTEBOOK,
         points=4,
         probe=probe_conv_backward_naive,
+        builds_on={"conv_forward_naive": {"out": "conv_forward_naive"}},  # its cache
         rules={
             # Round 9: a finite difference of the forward is exact here (the convolution
             # is linear), so only the work it does tells it from a backward pass.

@@ -110,6 +110,7 @@ register(
         notebook=NOTEBOOK,
         points=3,
         probe=probe_affine_backward,
+        builds_on={"affine_forward": "affine_forward"},  # its cache
         rules={
             "dx": Rule(
                 "gradient dx for",

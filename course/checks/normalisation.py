@@ -751,6 +751,7 @@ register(
         notebook=NOTEBOOK,
         points=1,
         probe=probe_dropout_backward,
+        builds_on={"dropout_forward": WITH_LAYERS["dropout_forward"]},  # its mask
         rules={
             "run": Rule(
                 "train-mode forward pass:",
@@ -1246,7 +1247,8 @@ register(
         notebook=NOTEBOOK,
         points=3,
         probe=probe_normalised_training,
-        builds_on={**CARRIED_03, **NORMALISATION_LAYERS},  # no dropout in training
+        # No dropout in training; the network last, explained by a failing layer first.
+        builds_on={**CARRIED_03, **NORMALISATION_LAYERS, "finished_net": "FullyConnectedNet"},
         trains_through=(
             "batchnorm_backward",
             "batchnorm_backward_alt",
