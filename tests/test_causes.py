@@ -248,3 +248,47 @@ def test_03_affine_backward_names_its_forward():
     [cause] = causes(text)
     assert cause.startswith("CAUSE your affine_forward fails its own hidden check"), text
     assert "Likely mistake" not in text, text
+
+
+# Issue 54, item 1: a correct backward behind a wrong forward scores nothing (its gradients
+# are credited only when the forward is right), and its CAUSE line says the points it costs
+# come back once the forward is fixed, not only "fix it first".
+@pytest.mark.parametrize(
+    ("bug", "forward", "backward"),
+    [
+        (
+            "bn forward: the unbiased variance (N - 1) in the normalisation",
+            "batchnorm_forward",
+            "batchnorm_backward",
+        ),
+        ("ln forward: normalised over the batch", "layernorm_forward", "layernorm_backward"),
+    ],
+)
+def test_a_correct_backward_behind_a_wrong_forward_is_told_its_points_come_back(
+    bug, forward, backward
+):
+    import json
+
+    from course.authoring.build import solution_namespace
+    from course.authoring.variants import answers_of, source_notebook
+    from course.grader.judge import verdict
+    from course.grading import payload
+    from tests import variants_normalisation
+
+    variants = variants_normalisation
+    nb = source_notebook(variants.ASSIGNMENT, variants.NOTEBOOK)
+    namespace = solution_namespace(nb, "variant", answers_of(variants, mutant(variants, bug)))
+    points, text = verdict(backward, json.loads(json.dumps(payload(backward, namespace))))
+    assert points == 0, text  # the backward is the solution's: only its forward is wrong
+    [cause] = causes(text)
+    assert cause.startswith(f"CAUSE your {forward} fails its own hidden check"), text
+    assert cause.endswith(
+        "this check runs through it: fix it first; the points it costs here come back once "
+        f"{forward} is fixed."
+    ), cause
+    # And they do: the same backward behind the right forward keeps them all.
+    fixed = solution_namespace(nb, "solutions")
+    assert (
+        verdict(backward, json.loads(json.dumps(payload(backward, fixed))))[0]
+        == max_scores(variants)[backward]
+    )

@@ -437,7 +437,8 @@ def test_one_cause_is_said_once_and_each_exercise_points_to_it(capsys, monkeypat
     )
     own = (
         "  CAUSE your layernorm_forward fails its own hidden check, layernorm (its out is "
-        "wrong); this check runs through it: fix it first."
+        "wrong); this check runs through it: fix it first; the points it costs here come back "
+        "once layernorm_forward is fixed."
     )
 
     def failed(grade_id, *causes):

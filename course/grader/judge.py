@@ -507,8 +507,12 @@ def carried_causes(chk: Check, carried: dict | None) -> list[str]:
             )
             continue
         also = f" (then {', '.join(functions[1:])}, which may use it)" if functions[1:] else ""
+        # Say that the points lost through it come back once it is fixed: a correct
+        # backward behind a wrong forward scores 0 (its gradients are credited only when
+        # the forward is right), which would otherwise read as a verdict on the backward.
         lines.append(
             f"  CAUSE your {functions[0]}{also} fails its own hidden check, {earlier} ({why}); "
-            "this check runs through it: fix it first."
+            f"this check runs through it: fix it first; the points it costs here come back "
+            f"once {functions[0]} is fixed."
         )
     return lines
