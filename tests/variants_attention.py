@@ -352,6 +352,18 @@ MUTANTS = [
         ("    return query_scale**2", "    return 1.0"),
     ),
     m(
+        "shape: c rounded, round(sqrt(d))",
+        SHAPE,
+        {"shape_predictions"},
+        ("return np.sqrt(head_dim)", "return round(np.sqrt(head_dim))"),
+    ),
+    m(
+        "shape: SGD's ratio as a whole number, int(c**2)",
+        SHAPE,
+        {"shape_predictions"},
+        ("    return query_scale**2", "    return int(query_scale**2)"),
+    ),
+    m(
         "shape: the notebook's d = 64 only",
         SHAPE,
         {"shape_predictions"},

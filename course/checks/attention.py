@@ -960,19 +960,25 @@ register(
 # ------------------------------------------------------------ shape predictions (part 7)
 
 
+# Head widths for the predictions: one small width whose square root is far from a whole
+# number (round(sqrt(d)), int(c**2) and c**2 +- 1 all miss a 2% band: at d = 3 or 6, c**2
+# in floating point is a hair below d, so int(c**2) is d - 1), then two of 16 to 512.
+SMALL_WIDTHS = np.array([3, 6])
+
+
 def probe_shape_predictions(student, rng, out):
     """Part 7's predictions at three head widths drawn from the seed: the factor c that
     turns a head without the 1/sqrt(d) into yours, and SGD's relative step without it."""
-    # Widths 2 to 512: sqrt(d) is more than 2% from d, 1 / sqrt(d) and d / 2 for each.
-    widths = rng.choice(np.arange(2, 513), size=3, replace=False)
+    widths = [rng.choice(SMALL_WIDTHS), *rng.choice(np.arange(16, 513), size=2, replace=False)]
     out.record(
-        "query:c with softmax(q k^T) = softmax((c q) k^T / sqrt(d))",
+        "query:c with softmax(q k^T) = softmax((c q) k^T / sqrt(d)), at three hidden widths",
         lambda: np.array([student.predicted_query_scale(int(d)) for d in widths], dtype=float),
     )
     # Asked in terms of c, not d: its answer, d, would be the identity of its argument, and
-    # any function of the package that hands its argument back would earn the point.
+    # any function of the package that hands its argument back would earn the point. The
+    # label names no value (its FAIL line is shown to the learner).
     out.record(
-        "sgd:SGD's step relative to W_q, unscaled over scaled, at c = sqrt(d)",
+        "sgd:SGD's step relative to W_q, unscaled over scaled, at three hidden values of c",
         lambda: np.array(
             [student.predicted_sgd_step_ratio(float(np.sqrt(d))) for d in widths], dtype=float
         ),
@@ -989,13 +995,14 @@ register(
             "query": Rule(
                 "predicted",
                 rtol=0.01,
-                hint="your attention divides q . k by sqrt(d); undo that on q alone.",
+                hint="write softmax((c q) . k / s) = softmax(q . k), with s what your attention "
+                "divides the scores by, and solve for c (for every width, not one).",
             ),
             "sgd": Rule(
                 "predicted",
                 rtol=0.01,
-                hint="at the same function the unscaled gradient is c times larger (the chain "
-                "rule through c W_q) and its W_q is c times smaller.",
+                hint="compare the two models at the same function: the unscaled model's "
+                "gradient with respect to W_q, and its W_q, each against the scaled model's.",
             ),
         },
     )

@@ -1416,8 +1416,8 @@ print(", ".join(f"{label}: {1e3 * t:.1f} ms a step" for label, t in step_seconds
 # Without the scale, a head computes $\text{softmax}(q k^\top)\, v$ with $q = x W_q$: so a
 # head without the scale, with query weights $W_q$, computes what your scaled head computes
 # with query weights $c\, W_q$ for some number $c$. Two predictions to write down **before**
-# the measurements below (2 points, each accepted within 2%), as functions of the head's
-# width $d$ (`head_dim`):
+# the measurements below (2 points, each accepted within 2%): the first as a function of
+# the head's width $d$ (`head_dim`), the second of your $c$ (`query_scale`):
 #
 # 1. `predicted_query_scale(head_dim)`: that number $c$.
 # 2. `predicted_sgd_step_ratio(query_scale)`: take your scaled model at query weights
@@ -1556,18 +1556,25 @@ gap = np.abs(slices["scaled"].losses - slices["unscaled at W_q / c"].losses).max
 print(f"the two filter-normalised slices (21 points): at most {gap:.1e} apart")
 
 # %% [markdown]
-# One function, one picture: along filter-normalised directions the landscape is the same
-# with the scale or without it (the slices above agree to the last bit printed), so no
-# slice can tell the two apart. What differs is the optimiser's view of it. At the same
-# function the unscaled model's gradient is $c$ times larger while its query weights are
-# $c$ times smaller, so an SGD step is $c^2 = d$ times larger relative to them, and a step
-# of Adam, which moves every weight by about its learning rate whatever the gradient, $c$
-# times larger. And the usual initialisation draws $W_q$ the same way for both, so the
-# unscaled model starts where your scaled model would with query weights $c$ times
-# larger. Both show in training: the same tiny transformer (one block, 250 steps of your
-# Adam at $3 \cdot 10^{-3}$, as in 4.2) with heads of width 8 (width 32, 4 heads, as in
-# 4.2) and of width 64 (one head of width 64), scaled and unscaled, from the same draws,
-# two seeds each. The cell prints the Adam step at which the loss first falls below 0.1.
+# One function: along filter-normalised directions the loss is the same with the scale or
+# without it (the two slices above agree to the last bit printed; exactly, since $c = 8$
+# is a power of two), so no filter-normalised slice can tell the two apart. A slice along
+# the same *raw* direction would: it moves the unscaled $W_q$, $c$ times smaller, $c$ times
+# further relative to its size. What differs is the optimiser's view. At the same function
+# the unscaled model's gradient is $c$ times larger while its query weights are $c$ times
+# smaller, so an SGD step is $c^2 = d$ times larger relative to them, and the first step of
+# Adam, which moves every weight by its learning rate whatever the gradient
+# ($\hat m / \sqrt{\hat v} = \pm 1$), $c$ times larger. These ratios follow from the chain
+# rule exactly (the unscaled block is built as yours on $c\,W_q$), so they check the
+# algebra of your prediction 2 rather than test it; the written-out head above is what ties
+# it to attention without the scale. And the usual initialisation draws $W_q$ the same way
+# for both, so the unscaled model starts where your scaled model would with query weights
+# $c$ times larger. In training: the same tiny transformer (one block, 250 steps of your
+# Adam at $3 \cdot 10^{-3}$, as in 4.2, tuned for neither) with heads of width 8 (width 32,
+# 4 heads, as in 4.2) and of width 64 (one head of width 64), scaled and unscaled, from the
+# same draws, two seeds each. The cell prints the Adam step at which the loss first falls
+# below 0.1. The unscaled runs differ in their start and in their steps at once: these
+# runs do not say which of the two costs the steps.
 
 
 # %%
@@ -1701,15 +1708,17 @@ for (label, seed), (curve, line) in depth_runs.items():
 print(f"parameters of the 6-block model: {sum(v.size for v in m.params.values()):,}")
 
 # %% [markdown]
-# With the residual connections both seeds end below a loss of 0.04; without them the
-# same layers end barely below chance ($\log V = 2.08$) after the same steps (the numbers
-# above). On the straight line from the start, neither loss rises anywhere on the way to
-# the trained weights: this line shows no chaos in either network. What it shows is how
-# far down each line goes, the residual one from 2.19 to 0.03 and the plain one only to
-# 1.92 to 1.96, so whatever stops the plain stack is not a bump on Goodfellow's line.
-# Li et al.'s chaotic surfaces came from convolutional networks of 56 and 110 layers, on
-# 2-D slices (at 20 layers, their network without skips still looked benign); 6 blocks
-# of width 16 show that the additions matter to training, not that picture. And like
+# With the residual connections both seeds end far below chance; without them the same
+# layers end barely below chance ($\log V = 2.08$) after the same steps (the numbers
+# above: two seeds, so a trend, not a spread). On the straight line from the start, the
+# residual loss falls all the way to its trained weights; the plain one falls only a
+# little, and may rise slightly just before its trained weights (the rises printed above
+# count them), so what stops the plain stack is not a large bump on Goodfellow's line. Li
+# et al. (section 3) note that such straight lines rarely show non-convexity, so this line
+# cannot test their finding: their chaotic surfaces came from convolutional networks of 56
+# and 110 layers, on 2-D slices (at 20 layers, their network without skips still looked
+# benign); 6 blocks of width 16 show that the additions matter to training, not that
+# picture. And like
 # every slice, the line is one direction out of the model's 19,625 (the last line
 # above): the loss along it is exact, and it leaves out everything else.
 
@@ -1717,7 +1726,8 @@ print(f"parameters of the 6-block model: {sum(v.size for v in m.params.values())
 # ## What to take away
 #
 # - Attention is a softmax over $q \cdot k$: scale by $1/\sqrt d$ or it saturates as the
-#   width grows, and its gradients vanish.
+#   width grows: the softmax's gradients shrink, and training starts from nearly one-hot
+#   attention.
 # - Attention without a mask is blind to order (permutation equivariant). Without
 #   positions, the one-block causal model here could not learn the order of what it
 #   copies; deeper causal models can recover positions from the mask (Haviv et al.,
@@ -1738,11 +1748,12 @@ print(f"parameters of the 6-block model: {sum(v.size for v in m.params.values())
 #   scalar silently promotes float16 arrays.
 # - On a task that needs looking back exactly, attention beats your LSTM on the same
 #   steps: one lookup against a memory squeezed through a state.
-# - The scale changes no function: without it a head is yours on query weights
+# - The scale adds and removes no function: without it a head is yours on query weights
 #   $\sqrt d$ times larger, and a filter-normalised slice cannot tell them apart. It
-#   changes the optimiser's view: SGD's steps $d$ times and Adam's $\sqrt d$ times larger
-#   relative to the query weights, and a start on larger ones; with heads of width 64 the
-#   unscaled model took about three times as many steps to fall below 0.1.
+#   changes the optimiser's view: SGD's steps $d$ times and Adam's first step $\sqrt d$
+#   times larger relative to the query weights, and a start on larger ones; with heads of
+#   width 64 the unscaled model needed more steps to fall below 0.1 (the two seeds
+#   printed), with heads of width 8 no difference showed.
 # - Residual connections are what lets a stack train here: 6 blocks without them ended
-#   near chance, with them near 0, and the straight line from each start descended
-#   without a bump either way.
+#   near chance, with them far below it; the straight line from each residual start
+#   descended without a bump, the plain stacks' lines barely descended at all.
