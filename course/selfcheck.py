@@ -27,7 +27,7 @@ from tqdm import tqdm
 from course.carry import export, module_name
 from course.grader import autograde
 from course.grader.cells import grade_id_of_test_cell, nbgrader_meta
-from course.grader.nbgrader_ext import check_sections
+from course.grader.nbgrader_ext import check_sections, section_of
 from course.grader.scratch import ScratchCourse
 from course.notebook import first_line
 from course.paths import course_root, is_course_directory
@@ -317,8 +317,6 @@ KNOCK_ON = re.compile(r"an earlier cell that sets it failed \(`(.*?)`\)")
 
 def cell_headings(nb) -> dict[str, str]:
     """{a code cell's first line: "under <the heading above it>"}, as a learner finds it."""
-    from course.grader.nbgrader_ext import section_of
-
     headings, label = {}, ""
     for cell in nb.cells:
         if cell.cell_type == "markdown":
