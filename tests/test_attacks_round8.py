@@ -205,7 +205,12 @@ _fast_forward = conv_forward_fast
 
 
 def conv_forward_fast(x, w, b, conv_param):
-    _time.sleep(0.005)  # 1501 runs: within the probe's 20 s budget
+    # 5 ms of CPU, not of sleep: the grader's yardstick is CPU work, and on a loaded
+    # machine a sleep stayed 5 ms while the yardstick slowed, so the slowed pair passed
+    # for fast (issue 55: one fresh clone's run gave it the speed's 2 points).
+    started = _time.process_time()
+    while _time.process_time() - started < 0.005:  # 1501 runs: within the probe's budget
+        pass
     return _fast_forward(x, w, b, conv_param)
 """
 
