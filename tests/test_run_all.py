@@ -98,8 +98,11 @@ def test_run_all_reaches_the_last_cell_when_earlier_assignments_are_blank(
     assert_every_widget_created(nb)
 
 
+# Solved, each notebook is test_notebooks.py's full run again by another path (my_*.py):
+# 05 alone, where a carried class is subclassed, keeps that path covered for a fifth of
+# the time (the five cost up to 111 s each of a 48-minute suite).
 @pytest.mark.slow
-@pytest.mark.parametrize("target", CARRYING)
+@pytest.mark.parametrize("target", ["05_normalisation"])
 def test_run_all_reaches_the_last_cell_when_earlier_assignments_are_solved(
     target, tmp_path, monkeypatch
 ):
