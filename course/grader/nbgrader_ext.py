@@ -500,11 +500,22 @@ class GuardedExecute(PromptReplies, Execute):
         finally:
             spent = self._spent.get(self._student, 0.0) + time.monotonic() - started
             self._spent[self._student] = spent
+            self._final(index)
         if self._flooded:
             return self._cut(cell, resources, WHY_OUTPUT.format(self.output_limit // 2**20))
         if cell.get("cell_type") == "code":
             cell.outputs = coalesce_streams(cell.outputs)
         return cell, resources
+
+    def _final(self, index: int) -> None:
+        """A cell's outputs are final when it ends: no later cell may rewrite them through
+        a display id (nbclient's `_display_id_map` lets any later `display` or
+        `update_display` of the same id replace them in place). Round 15: a grade cell
+        showed an empty result quickly, under the grader's clock, and a later cell wrote
+        the real one into it. It also keeps coalesce_streams' merging from leaving the
+        map's output positions stale."""
+        for places in self._display_id_map.values():
+            places.pop(index, None)
 
     def _cut(self, cell, resources, what, ran=True):
         self._cut_off = what
