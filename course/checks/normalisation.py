@@ -378,7 +378,7 @@ def _norm_backward_rules(hint: str, sum_words: str, axis: int, slips=None) -> di
 def _bn_dx_slips(got, want, case):
     """(words, likely mistake) of a batch norm's dx that is a known slip (Rule.slips): each
     column the right one times 1 / |gamma| of its feature (gamma left out: |gamma| is the
-    spread of the reference's output column, to eps), or within 1% of the right dx (a std
+    spread of the reference's output column, within 1%), or within 1% of the right dx (a std
     slightly off: eps left out of a std recomputed; eps moves dx by about eps / var)."""
     if got.ndim != 2 or not np.all(np.isfinite(got)):
         return None
@@ -390,7 +390,7 @@ def _bn_dx_slips(got, want, case):
     out = np.asarray(case.get("forward", np.nan), dtype=np.float64)
     if np.all(apart < 1e-6) and out.shape == want.shape:
         spread = out.std(axis=0)  # |gamma| * sqrt(var / (var + eps))
-        if np.all(np.abs(np.abs(factor) * spread - 1) < 1e-3):
+        if np.all(np.abs(np.abs(factor) * spread - 1) < 1e-2):
             return (
                 "is the right dx with each column divided by its feature's gamma",
                 "out = gamma * x_hat + beta, so dx_hat = dout * gamma: gamma is missing.",
