@@ -432,6 +432,47 @@ def test_a_gradient_of_a_wrong_forward_blames_the_forward_and_comes_after_it():
     assert [r.key for r in results if not r.passed] == ["grad:dW, c", "out:a, b", "grad:dW, a, b"]
 
 
+def test_judge_names_known_slips_and_keeps_right_values_in_another_shape_uncapped():
+    """Issue 54: Rule.shape_hint (right values, (1, D) for (D,): failed, not capped; (D, 1)
+    broadcasts elsewhere and stays a wrong value), Rule.hints (one sub-check's own likely
+    mistake), Rule.slips (read with the reference of the same case) and a hint_unless of a
+    whole key, of another case."""
+    slip = ("is the slip", "the slip's hint")
+    chk = Check(
+        "h",
+        "00_none/none",
+        2,
+        lambda s, r, o: None,
+        rules={
+            "run": Rule("running", cap=0.5, hint="momentum", shape_hint="no keepdims"),
+            "out": Rule("out for", hint="the forward"),
+            "grad": Rule(
+                "gradient",
+                hint="summed",
+                hints=(("b1, ", "the mask"),),
+                slips=lambda got, want, case: slip if "out" in case else None,
+            ),
+            "causal": Rule("causal for", hint="the mask", hint_unless=(("out:plain", "the axis"),)),
+        },
+    )
+    row = np.array([1.0, 2.0])
+    reference = {"run:a": row, "out:plain": row, "causal:a": row, "grad:W1, a": row}
+    reference |= {"grad:b1, a": row, "out:b1, a": row}
+    outputs = {"run:a": row[None, :], "out:plain": row + 1, "causal:a": row + 1}
+    outputs |= {"grad:W1, a": row + 1, "grad:b1, a": row + 1, "out:b1, a": row}
+    by_key = {r.key: r for r in judge.judge(chk, outputs, reference)}
+    assert by_key["run:a"].message.endswith("its values are right. Likely mistake: no keepdims")
+    assert by_key["grad:W1, a"].message.endswith("Likely mistake: summed")
+    assert by_key["grad:b1, a"].message.endswith("is the slip. Likely mistake: the slip's hint")
+    assert by_key["causal:a"].message.endswith("Likely mistake: the axis")
+    # Scores: 3 of 4 sub-checks pass; the cap (50%) only for a wrong value.
+    chk.rules = {"run": chk.rules["run"]}
+    reference = {f"run:{c}": row for c in "abcd"}
+    for value, points in ((row[None, :], 1.5), (row[:, None], 1.0), (2 * row[None, :], 1.0)):
+        results = judge.judge(chk, {**reference, "run:a": value}, reference)
+        assert score(chk, results) == points, value
+
+
 def test_report_lists_failures_up_to_a_limit():
     chk = dummy_check(points=2)
     results = [Result(f"k{i}", False, 1.0, f"message {i}") for i in range(11)]

@@ -148,6 +148,22 @@ def test_a_report_names_the_failure_that_explains_the_others(module, name, cells
             assert not off, f"{cell}: a failure blames another mistake:\n{off[0]}"
 
 
+def not_capped():
+    for module in MODULES:
+        for name, cells in getattr(module, "NOT_CAPPED", {}).items():
+            yield pytest.param(module, name, cells, id=f"{module.ASSIGNMENT} not capped: {name}")
+
+
+@pytest.mark.parametrize(("module", "name", "cells"), list(not_capped()))
+def test_right_values_in_another_shape_are_not_capped(module, name, cells):
+    """NOT_CAPPED: {mutant: grade cells}: its values are right in a shape that broadcasts to
+    the API's (Rule.shape_hint): it loses those sub-checks, and keeps more than the cap."""
+    (variant,) = [v for v in module.MUTANTS if v.name == name]
+    full, got = max_scores(module), in_process(module, variant)
+    for cell in cells:
+        assert WRONG_VALUE_CAP * full[cell] < got[cell] < full[cell], f"{cell}: {got[cell]}"
+
+
 def params():
     for module in MODULES:
         for kind, found in (("mutant", module.MUTANTS), ("alternate", module.ALTERNATES)):

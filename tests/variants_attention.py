@@ -259,6 +259,31 @@ MUTANTS = [
         {"block", TRAINING},
         ("dh = dout + db.reshape(N, T, D)", "dh = dout"),
     ),
+    # Issue 54: hinted "summed over N and T" and "pass the mask to the attention".
+    wrong(
+        "block backward: db1 without the relu's mask",
+        BLK,
+        {"block", TRAINING},
+        (
+            'grads["W1"], grads["b1"] = b.T @ dz, dz.sum(axis=0)',
+            'grads["W1"], grads["b1"] = b.T @ dz, (flat @ p["W2"].T).sum(axis=0)',
+        ),
+        capped={"block"},
+    ),
+    wrong(
+        "block: layer norm on (N, T, D), over time (no reshape)",
+        BLK,
+        {"block", TRAINING},
+        (
+            'layernorm_forward(x.reshape(N * T, D), p["ln1_gamma"]',
+            'layernorm_forward(x, p["ln1_gamma"]',
+        ),
+        (
+            'layernorm_forward(h.reshape(N * T, D), p["ln2_gamma"]',
+            'layernorm_forward(h, p["ln2_gamma"]',
+        ),
+        capped={"block"},
+    ),
     # predictions
     m(
         "predictions: the variance d, not its root",
@@ -380,6 +405,19 @@ EXPECTED_SURVIVORS: set[str] = set()
 SCALE_NAMED = {"dq with": "sqrt(d) times", "dk with": "sqrt(d) times"}
 FIRST_FAILURE = {
     "attention backward: the 1 / sqrt(d) forgotten": {"attention_backward": ("d", SCALE_NAMED)},
+    # Issue 54: these were told to sum over N and T, and to pass the mask to the attention.
+    "block backward: db1 without the relu's mask": {
+        "block": ("", {"gradient of b1": "ReLU: dout W2^T times its mask"})
+    },
+    "block: the mask not passed to the attention": {
+        "block": ("change of the outputs up to t", {"change of the outputs": "pass the mask"})
+    },
+    "block: layer norm on (N, T, D), over time (no reshape)": {
+        "block": (
+            "change of the outputs up to t",
+            {"change of the outputs": "layer norm over time"},
+        )
+    },
 }
 
 

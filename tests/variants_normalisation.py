@@ -100,6 +100,15 @@ MUTANTS = [
         ("running_mean = momentum * running_mean + (1 - momentum) * mu", "running_mean = mu"),
         ("running_var = momentum * running_var + (1 - momentum) * var", "running_var = var"),
     ),
+    # Issue 54: a public CS231n solution; kept 1.5 of 3 (capped) while its report blamed the
+    # momentum convention. Its values are right: it loses the shape's sub-checks, uncapped.
+    m(
+        "bn forward: running averages kept (1, D) by keepdims",
+        BNF,
+        {"batchnorm_forward"},
+        ("mu = x.mean(axis=0)", "mu = x.mean(axis=0, keepdims=True)"),
+        ("var = np.mean(centred**2, axis=0)", "var = np.mean(centred**2, axis=0, keepdims=True)"),
+    ),
     m(
         "bn forward: test mode normalises with the batch",
         BNF,
@@ -136,6 +145,22 @@ MUTANTS = [
         BNB,
         {"batchnorm_backward"},
         ("dvar = dstd / (2 * std)", "dvar = dstd / std"),
+    ),
+    # Issue 54: both hinted "add the gradients of every path".
+    wrong(
+        "bn backward: dx without gamma",
+        BNB,
+        {"batchnorm_backward"},
+        ("dx_hat = dout * gamma", "dx_hat = dout"),
+    ),
+    wrong(
+        "bn backward: std recomputed without eps",
+        BNB,
+        {"batchnorm_backward"},
+        (
+            "    N = dout.shape[0]\n",
+            "    N = dout.shape[0]\n    std = np.sqrt(np.mean(centred**2, axis=0))\n",
+        ),
     ),
     # batchnorm_backward_alt
     m(
@@ -931,6 +956,23 @@ class FullyConnectedNet(FullyConnectedNet04):
 '''
 
 EXPECTED_SURVIVORS: set[str] = set()
+
+# The report names the slip (tests/test_mutants.py::
+# test_a_report_names_the_failure_that_explains_the_others), issue 54: these were told to
+# mind the momentum convention or to "add the gradients of every path".
+FIRST_FAILURE = {
+    "bn forward: running averages kept (1, D) by keepdims": {
+        "batchnorm_forward": ("running", {"running": "no keepdims"})
+    },
+    "bn backward: dx without gamma": {"batchnorm_backward": ("", {"dx for": "gamma is missing"})},
+    "bn backward: std recomputed without eps": {
+        "batchnorm_backward": ("", {"dx for": "a std without eps"})
+    },
+}
+
+# Right values in another shape ((1, D) for (D,)) lose their sub-checks, not half the cell
+# (tests/test_mutants.py::test_right_values_in_another_shape_are_not_capped).
+NOT_CAPPED = {"bn forward: running averages kept (1, D) by keepdims": {"batchnorm_forward"}}
 
 LN_BACKWARD_PER_ROW_JACOBIAN = {
     LNB: '''\

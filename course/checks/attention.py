@@ -645,18 +645,30 @@ def _relu_distance(params, x, heads, mask) -> float:
     return float(np.min(np.abs(z)))
 
 
+BLOCK_SHAPES = ((2, 4, 7, True), (1, 5, 3, False), (3, 6, 6, True))  # heads, D, F, causal
+
+
+def _block_label(heads, D, F, causal) -> str:
+    return f"D = {D}, F = {F}, {heads} head(s), " + ("a causal mask" if causal else "no mask")
+
+
 def _block_cases(rng):
     cases = []
     N, T = _sizes(rng, 2, 2, 6)
-    for heads, D, F, causal in ((2, 4, 7, True), (1, 5, 3, False), (3, 6, 6, True)):
+    for heads, D, F, causal in BLOCK_SHAPES:
         mask = np.tril(np.ones((T, T), bool)) if causal else None
         for _ in range(1000):
             params, x = _block_params(rng, D, F), rng.standard_normal((N, T, D))
             if _relu_distance(params, x, heads, mask) > 1e-3:
                 break
-        label = f"D = {D}, F = {F}, {heads} head(s), " + ("a causal mask" if causal else "no mask")
-        cases.append((label, x, params, heads, mask))
+        cases.append((_block_label(heads, D, F, causal), x, params, heads, mask))
     return cases
+
+
+# The block's output without a mask (Rule.hint_unless): when it is off too, what mixes later
+# positions into earlier ones is not a mask left out (issue 54: a layer norm over time was
+# told to pass the mask).
+UNMASKED_BLOCK = "forward:" + _block_label(*next(s for s in BLOCK_SHAPES if not s[3]))
 
 
 def probe_block(student, rng, out):
@@ -754,6 +766,15 @@ BLOCK = register(
                 rtol=1e-7,
                 cap=WRONG_VALUE_CAP,
                 hint="each parameter's gradient summed over N and T (flatten to (N T, D)).",
+                # Issue 54: a db1 without the ReLU's mask was told to sum over N and T.
+                hints=tuple(
+                    (
+                        f"{name}, ",
+                        f"d{name} comes through the ReLU: dout W2^T times its mask "
+                        "(LN2(h) W1 + b1 > 0), then summed over N and T (flatten to (N T, F)).",
+                    )
+                    for name in ("W1", "b1")
+                ),
             ),
             "selfcheck": self_check_rule(
                 "gradients",
@@ -768,6 +789,15 @@ BLOCK = register(
                 rtol=1e-12,
                 hint="an output of the block depends on a later position: pass the mask to "
                 "the attention.",
+                hint_unless=(
+                    (
+                        UNMASKED_BLOCK,
+                        "the output without a mask is off too: a layer norm over time? Your 05 "
+                        "layer norm normalises axis 1 of (N, D): on (N, T, D) that is time, "
+                        "which mixes later positions into earlier ones. Reshape to (N T, D) "
+                        "and back.",
+                    ),
+                ),
                 requires="forward",
                 measure=change_relative_to_largest,
             ),

@@ -214,6 +214,10 @@ register(
                 hint="running = momentum * running + (1 - momentum) * batch_stat (PyTorch's "
                 "momentum is 1 - ours, and PyTorch keeps the unbiased variance: this API "
                 "keeps the biased one), stored back into bn_param; zeros at first.",
+                # Issue 54: (1, D) from mean(axis=0, keepdims=True), a public CS231n solution,
+                # was capped and blamed the momentum; its values broadcast to the right ones.
+                shape_hint="keep them (D,), as bn_param gives them: no keepdims in the batch's "
+                "mean and variance.",
             ),
             "test": Rule(
                 "test mode:",
@@ -319,19 +323,25 @@ def norm_backward_probe(
     return probe
 
 
-def norm_backward_rules(hint: str, sum_words: str, axis: int) -> dict[str, Rule]:
+def norm_backward_rules(hint: str, sum_words: str, axis: int, slips=None) -> dict[str, Rule]:
     """The rules of a normalisation's backward check (_norm_backward_rules), with the large case
     required by each of its gradients."""
     gradients = ("dx", "dgamma", "dbeta", "selfcheck")
-    return with_large(_norm_backward_rules(hint, sum_words, axis), gradients)
+    return with_large(_norm_backward_rules(hint, sum_words, axis, slips), gradients)
 
 
-def _norm_backward_rules(hint: str, sum_words: str, axis: int) -> dict[str, Rule]:
+def _norm_backward_rules(hint: str, sum_words: str, axis: int, slips=None) -> dict[str, Rule]:
     return {
         "forward": Rule("forward output (train mode) for", rtol=1e-8, weight=0.5, hint=""),
         "byhand": BY_HAND_RULE,
         "dx": Rule(
-            "dx for", rtol=1e-7, weight=2, hint=hint, cap=WRONG_VALUE_CAP, requires="byhand"
+            "dx for",
+            rtol=1e-7,
+            weight=2,
+            hint=hint,
+            cap=WRONG_VALUE_CAP,
+            requires="byhand",
+            slips=slips,
         ),
         "dgamma": Rule(
             "dgamma for",
@@ -365,6 +375,35 @@ def _norm_backward_rules(hint: str, sum_words: str, axis: int) -> dict[str, Rule
     }
 
 
+def _bn_dx_slips(got, want, case):
+    """(words, likely mistake) of a batch norm's dx that is a known slip (Rule.slips): each
+    column the right one times 1 / |gamma| of its feature (gamma left out: |gamma| is the
+    spread of the reference's output column, within 1%), or within 1% of the right dx (a std
+    slightly off: eps left out of a std recomputed; eps moves dx by about eps / var)."""
+    if got.ndim != 2 or not np.all(np.isfinite(got)):
+        return None
+    size = np.sqrt(np.sum(want**2, axis=0))
+    if np.any(size == 0):
+        return None
+    factor = np.sum(got * want, axis=0) / size**2  # each column's least-squares factor
+    apart = np.sqrt(np.sum((got - factor * want) ** 2, axis=0)) / size
+    out = np.asarray(case.get("forward", np.nan), dtype=np.float64)
+    if np.all(apart < 1e-6) and out.shape == want.shape:
+        spread = out.std(axis=0)  # |gamma| * sqrt(var / (var + eps))
+        if np.all(np.abs(np.abs(factor) * spread - 1) < 1e-2):
+            return (
+                "is the right dx with each column divided by its feature's gamma",
+                "out = gamma * x_hat + beta, so dx_hat = dout * gamma: gamma is missing.",
+            )
+    if np.max(np.sqrt(np.sum((got - want) ** 2, axis=0)) / size) < 1e-2:
+        return (
+            "is off by less than 1% (about what eps moves)",
+            "a std without eps: use the cached std = sqrt(var + eps) rather than one "
+            "recomputed from the centred values.",
+        )
+    return None
+
+
 BN_BACKWARD_HINT = (
     "x feeds both the centred values and the mean, and the centred values feed both x_hat "
     "and the variance: add the gradients of every path. If your backward is right, look at "
@@ -379,7 +418,9 @@ for name, points in (("batchnorm_backward", 3), ("batchnorm_backward_alt", 2)):
             points=points,
             probe=norm_backward_probe("batchnorm_forward", name, {"mode": "train"}, 0),
             builds_on={"batchnorm_forward": BN_TRAIN},
-            rules=norm_backward_rules(BN_BACKWARD_HINT, "the sum of dx over the batch", 0),
+            rules=norm_backward_rules(
+                BN_BACKWARD_HINT, "the sum of dx over the batch", 0, _bn_dx_slips
+            ),
         )
     )
 

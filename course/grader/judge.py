@@ -93,7 +93,18 @@ def _named_factor(got: np.ndarray, want: np.ndarray, rule: Rule) -> tuple[str, s
     return None
 
 
-def judge_one(key: str, got, want, rule: Rule) -> Result:
+def _keepdims_of(got: np.ndarray, want: np.ndarray, rule: Rule) -> bool:
+    """Whether got is want's values in a shape with extra leading axes of length 1 only."""
+    if not rule.shape_hint or got.shape == want.shape or got.size != want.size:
+        return False
+    if np.broadcast_shapes(got.shape, want.shape) != got.shape:
+        return False  # (D, 1) for (D,) would broadcast to (D, D)
+    flat = got.reshape(want.shape)
+    rtol = max(rule.rtol, ROUNDING_RTOL)
+    return bool(np.all(np.isfinite(flat)) and np.all(close_errors(flat, want) <= rtol))
+
+
+def judge_one(key: str, got, want, rule: Rule, case: dict | None = None) -> Result:
     label = f"{rule.what} {key.partition(':')[2]}".strip()
     if rule.raises:
         if isinstance(got, Broken) and got.why.startswith(f"raised {rule.raises}"):
@@ -105,7 +116,9 @@ def judge_one(key: str, got, want, rule: Rule) -> Result:
         return Result(key, False, rule.weight, f"{label}: {got.why}")
     if got is None:
         return Result(key, False, rule.weight, f"{label}: not computed")
-    hint = f" Likely mistake: {rule.hint}" if rule.hint else ""
+    detail = key.partition(":")[2]
+    own = next((h for start, h in rule.hints if detail.startswith(start)), rule.hint)
+    hint = f" Likely mistake: {own}" if own else ""
     if rule.kind in ("true", "below"):
         # Decided here, from the observations, by the rule's grader-side measure.
         try:
@@ -136,7 +149,14 @@ def judge_one(key: str, got, want, rule: Rule) -> Result:
     )
     if ok:
         return Result(key, True, rule.weight)
+    if _keepdims_of(got_a, want_a, rule):
+        why = f"has shape {got_a.shape}, expected {want_a.shape}; its values are right"
+        return Result(
+            key, False, rule.weight, f"{label} {why}. Likely mistake: {rule.shape_hint}", False
+        )
     named = _named_factor(got_a, want_a, rule)
+    if named is None and rule.slips is not None and got_a.shape == want_a.shape:
+        named = rule.slips(got_a, want_a, case or {})
     if named is not None:
         words, likely = named
         return Result(key, False, rule.weight, f"{label} {words}. Likely mistake: {likely}")
@@ -151,7 +171,12 @@ def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
     for key, want in reference.items():
         rule = rule_for(check, key)
         read = f"{rule.uses}:{key.partition(':')[2]}" if rule.uses else key
-        results[key] = judge_one(key, outputs.get(read, stopped), want, rule)
+        case = None
+        if rule.slips is not None:  # the reference's other observations of the same case
+            detail = key.partition(":")[2]
+            split = (k.partition(":") for k in reference)
+            case = {p: reference[f"{p}:{d}"] for p, _, d in split if d == detail}
+        results[key] = judge_one(key, outputs.get(read, stopped), want, rule, case)
     # Gradients whose likely mistake is their case's forward pass (Rule.hint_unless, matched
     # through _same_case's fallback): reported after the forward failure that explains them.
     upstream = []
@@ -159,13 +184,14 @@ def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
         rule = rule_for(check, key)
         for prefix, hint in rule.hint_unless if rule.hint and not result.passed else ():
             detail = key.partition(":")[2]
-            other_key = _same_case(results, prefix, detail)
+            whole = ":" in prefix  # a whole key, of any case
+            other_key = prefix if whole else _same_case(results, prefix, detail)
             other = results.get(other_key)
             if other is not None and not other.passed:
                 message = result.message.replace(rule.hint, hint)
                 if message != result.message:  # not when the failure named its own cause
                     results[key] = Result(key, False, rule.weight, message)
-                    if other_key != f"{prefix}:{detail}":
+                    if not whole and other_key != f"{prefix}:{detail}":
                         upstream.append(key)
                 break
     # The failures that explain the others come first in the report (a wrong forward pass
@@ -255,7 +281,7 @@ def _caps(check: Check, results: list[Result]) -> list[tuple[float, str]]:
     found = {}
     for r in results:
         rule = check.rules.get(r.key.partition(":")[0])
-        if rule is not None and rule.cap is not None and not r.passed:
+        if rule is not None and rule.cap is not None and not r.passed and r.caps:
             found[rule.what] = rule.cap
     return [(share, what) for what, share in found.items()]
 

@@ -82,11 +82,15 @@ class Rule:
     raises: str | None = None
     # ((prefix, hint), ...): while the sub-check "<prefix>:<same detail>" fails too, the
     # likely mistake is the first such hint, not `hint` (a dk hint about the transpose is
-    # wrong when dq, computed from the same softmax Jacobian, is off as well). For a
+    # wrong when dq, computed from the same softmax Jacobian, is off as well). A prefix
+    # with a ":" is a whole key, of any case (the block's output without a mask). For a
     # per-gradient sub-check "grad:dWx, <case>" with no "<prefix>:dWx, <case>", the one of
     # its case, "<prefix>:<case>" (a forward output). Such failures come last in the report,
     # after the failure that explains them.
     hint_unless: tuple[tuple[str, str], ...] = ()
+    # ((what a sub-check's detail starts with, its likely mistake), ...): said instead of
+    # `hint` for those sub-checks (one parameter's own gradient, "grad:b1, <case>").
+    hints: tuple[tuple[str, str], ...] = ()
     # For a "close" rule: entries smaller than this share of the reference's largest are
     # judged at that scale. Where a result is a cancellation (a saturated softmax's
     # Jacobian: p * (dp - sum(dp * p)) with p near 0 or 1), its tiny entries are rounding
@@ -98,6 +102,16 @@ class Rule:
     # any of course.grader.judge.CLASSIC_FACTORS: a factor the student knows from the
     # shapes, such as sqrt(d) of a gradient (d, q's last axis), reveals no expected value.
     factors: Callable[[np.ndarray], dict[float, tuple[str, str]]] | None = None
+    # For a "close" rule: slips(got, want, case) -> (words, likely mistake) or None, where
+    # case is {prefix: the reference's observation "<prefix>:<same detail>"}: a known slip
+    # recognised grader-side from a failing value (each column of a batch norm's dx off by
+    # one factor, 1 / |gamma|, read from the reference's output), said before the generic
+    # words; never an expected value.
+    slips: Callable[[np.ndarray, np.ndarray, dict], tuple[str, str] | None] | None = None
+    # For a "close" rule: the likely mistake of right values in a shape that only adds
+    # leading axes of length 1 to the reference's ((1, D) for (D,): keepdims=True). It fails,
+    # without capping the cell (cap is for wrong values; these broadcast to the right ones).
+    shape_hint: str = ""
 
     def __post_init__(self):
         if self.kind not in ("close", "true", "below"):
@@ -115,6 +129,7 @@ class Result:
     passed: bool
     weight: float
     message: str = ""
+    caps: bool = True  # False: a failure that caps nothing (Rule.shape_hint)
 
 
 @dataclass
