@@ -139,6 +139,10 @@ def explore_plot(function, shown_when=None, **controls):
             image.value = png.getvalue()
             # Shown at its own size, as the inline backend shows a figure (PNG: IHDR's width).
             image.width = str(int.from_bytes(image.value[16:20], "big"))
+        # No figure this time (an error before drawing: carried code missing): no picture,
+        # neither an empty Image, which a browser shows as a broken-image icon, nor the last
+        # one, drawn for other values of the controls.
+        image.layout.display = None if figures else "none"
         for figure in figures:
             plt.close(figure)
         words = printed.getvalue()

@@ -211,6 +211,33 @@ def test_explore_plot_keeps_the_figure_in_the_kernel_and_redraws():
     assert plt.get_fignums() == open_before  # each drawing's figure is closed
 
 
+def test_explore_plot_shows_no_picture_when_nothing_was_drawn():
+    """An explored function that raises before it draws (05's `explore` while 04's
+    FullyConnectedNet is missing) showed an empty Image, a broken-image icon in the browser,
+    above its message (walk 53); and a stale figure would belong to other controls' values."""
+    import ipywidgets as widgets
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from course.notebook import explore_plot
+
+    def draw(depth=1):
+        if depth > 2:
+            raise RuntimeError("carried code missing")
+        plt.subplots()
+
+    slider = widgets.IntSlider(value=3, min=1, max=4)
+    box = explore_plot(draw, depth=slider)
+    *_, image, words = box.children
+    assert image.layout.display == "none" and "RuntimeError" in words.value
+    slider.value = 1
+    assert image.layout.display is None and bytes(image.value).startswith(b"\x89PNG")
+    slider.value = 4
+    assert image.layout.display == "none"
+
+
 @pytest.mark.parametrize("text", build.text_sources(ROOT), ids=lambda p: p.parent.name)
 def test_numbers_a_slider_sets_are_formatted_where_they_are_shown(text):
     """A float a slider sets (radius 1.4 - 0.1) is shown with a format, {radius:g}, never
