@@ -108,6 +108,14 @@ INDEX = {
         "attention_predictions",
         "shape_predictions",
     ),
+    "leaks": (
+        "initial_loss",
+        "gradient_check_model",
+        "update_ratios",
+        "activation_stats",
+        "overfit_small_batch",
+        "dataset_loss",
+    ),
 }
 _MODULE_OF = {name: module for module, names in INDEX.items() for name in names}
 

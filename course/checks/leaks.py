@@ -1,0 +1,447 @@
+"""Hidden checks of assignment 09, "Everything leaks" (the capstone; its API is stated in
+the notebook, since shared API.md stops at 08).
+
+Part 1 grades the learner's instruments, each on models and arrays drawn from the check's
+(secret) seed. The models are the grader's own small tanh networks (`_Net`), smooth
+everywhere, so that a centred difference is accurate to about 1e-9 relative; for the
+gradient check, some of their gradients are wrong on purpose, by a secret amount, in
+secret parameters. The kernel reports what the instruments returned, and the models'
+parameters before and after; the grader compares them with the same probe run on the
+source solutions.
+"""
+
+import numpy as np
+
+from course.checks.common import as_given, copies, flat, left_as_given
+from course.grader.model import Assignment, Check, Rule, register
+
+ASSIGNMENT = Assignment(
+    id="09_leaks",
+    notebook="leaks",
+    title="09 Everything leaks",
+    builds=(
+        "the instruments of a practitioner: the loss at initialisation against ln C, a "
+        "gradient check of a whole model, update-to-weight ratios, activation statistics "
+        "per layer, a tiny-subset overfit, the loss of a whole dataset in batches, used on "
+        "your 04 network"
+    ),
+    leak=(
+        "every part built in 01-08 leaks into the loss of a whole run; the instruments say "
+        "which: a start far from ln C is the initialisation's scale, a dead or saturated "
+        "layer the activation's, an update ratio far from 1e-3 the learning rate's, a model "
+        "that cannot overfit 20 examples a bug, a gap between train and validation loss "
+        "over-fitting, and an evaluation in training mode or a mean of batch means a lie"
+    ),
+)
+NOTEBOOK = ASSIGNMENT.key
+
+
+class _Net:
+    """The grader's model for the instruments: x -> tanh(x W1 + b1) W2 + b2, softmax
+    cross-entropy averaged over N, plus 0.5 * reg * (|W1|^2 + |W2|^2). `.params` and
+    `.loss(X, y=None)` as the course's networks (API.md 03): scores without y. With y and
+    `train_noise`, the forward pass multiplies the hidden layer by a fixed mask scaled to
+    keep its mean (dropout's training mode, without the randomness: a value the grader can
+    reproduce). `wrong`: {parameter: array added to its gradient}, a bug planted for the
+    gradient check."""
+
+    def __init__(self, params, reg=0.0, wrong=None, train_mask=None):
+        self.params = params
+        self.reg = reg
+        self.wrong = wrong or {}
+        self.train_mask = train_mask
+
+    def loss(self, X, y=None):
+        W1, b1, W2, b2 = (self.params[k] for k in ("W1", "b1", "W2", "b2"))
+        hidden = np.tanh(X @ W1 + b1)
+        if y is not None and self.train_mask is not None:
+            hidden = hidden * self.train_mask
+        scores = hidden @ W2 + b2
+        if y is None:
+            return scores
+        shifted = scores - scores.max(axis=1, keepdims=True)
+        log_p = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+        N = len(X)
+        loss = -log_p[np.arange(N), y].mean() + 0.5 * self.reg * (np.sum(W1**2) + np.sum(W2**2))
+        dscores = np.exp(log_p)
+        dscores[np.arange(N), y] -= 1
+        dscores /= N
+        dhidden = dscores @ W2.T
+        if self.train_mask is not None:
+            dhidden = dhidden * self.train_mask
+        dz = dhidden * (1 - np.tanh(X @ W1 + b1) ** 2)
+        grads = {
+            "W1": X.T @ dz + self.reg * W1,
+            "b1": dz.sum(axis=0),
+            "W2": hidden.T @ dscores + self.reg * W2,
+            "b2": dscores.sum(axis=0),
+        }
+        for name, error in self.wrong.items():
+            grads[name] = grads[name] + error
+        return loss, grads
+
+
+def _params(rng, D: int, H: int, C: int, scale: float = 0.5) -> dict:
+    return {
+        "W1": scale * rng.standard_normal((D, H)),
+        "b1": 0.1 * rng.standard_normal(H),
+        "W2": scale * rng.standard_normal((H, C)),
+        "b2": 0.1 * rng.standard_normal(C),
+    }
+
+
+def _data(rng, N: int, D: int, C: int):
+    return rng.standard_normal((N, D)), rng.integers(0, C, N)
+
+
+def _params_given(net) -> np.ndarray:
+    return flat(*(net.params[k] for k in sorted(net.params)))
+
+
+# ---------------------------------------------------------------- initial loss
+
+
+def probe_initial_loss(student, rng, out):
+    """The expected loss at initialisation for three numbers of classes drawn from the
+    seed, one of them small (ln C against log10 C, log2 C or ln(C - 1) shows)."""
+    classes = [int(rng.integers(2, 6)), *rng.choice(np.arange(6, 2000), size=2, replace=False)]
+    out.record(
+        "loss:expected loss at initialisation, for three hidden numbers of classes",
+        lambda: np.array([student.expected_initial_loss(int(C)) for C in classes], float),
+    )
+
+
+register(
+    Check(
+        name="initial_loss",
+        notebook=NOTEBOOK,
+        points=1,
+        probe=probe_initial_loss,
+        rules={
+            "loss": Rule(
+                "value",
+                rtol=1e-9,
+                hint="at initialisation the scores are nearly equal, so every class has "
+                "probability 1/C: the loss is -log(1/C), a natural log.",
+            ),
+        },
+    )
+)
+
+
+# ---------------------------------------------------------------- gradient check
+
+
+def gradient_check_cases(rng) -> list[tuple[str, dict, dict, np.ndarray, np.ndarray]]:
+    """Two models, each with one or two of its four gradients wrong (which ones, and by
+    how much, from the seed): (label, params, wrong, X, y). Drawn again until every
+    gradient entry is at least 1e-3 in size, so that the centred differences' rounding
+    (about 1e-11) stays far below any relative error a rule looks at."""
+    cases = []
+    for label, count, (N, D, H, C) in (
+        ("a model with one wrong gradient", 1, (7, 5, 4, 3)),
+        ("a model with two wrong gradients", 2, (9, 4, 4, 5)),
+    ):
+        for _ in range(1000):
+            params, (X, y) = _params(rng, D, H, C), _data(rng, N, D, C)
+            names = sorted(rng.choice(sorted(params), size=count, replace=False).tolist())
+            wrong = {
+                n: rng.uniform(0.01, 0.2) * rng.standard_normal(params[n].shape) for n in names
+            }
+            grads = _Net(params, 0.1).loss(X, y)[1]
+            if min(float(np.abs(g).min()) for g in grads.values()) > 1e-3:
+                break
+        cases.append((label, params, wrong, X, y))
+    return cases
+
+
+def probe_gradient_check(student, rng, out):
+    """The learner's rel_error per parameter on each model, the parameters right before
+    and right after the call (the check must put back every value exactly), and which
+    parameters it reported on."""
+    for label, params, wrong, X, y in gradient_check_cases(rng):
+        net = _Net({k: v.copy() for k, v in params.items()}, 0.1, wrong)
+        names = sorted(params)
+
+        def compute(net=net, X=X, y=y, names=names):
+            before = _params_given(net)
+            errors = student.gradient_check_model(net, X.copy(), y.copy(), h=1e-5)
+            after = as_given(before, _params_given(net))
+            errors = {k: float(v) for k, v in dict(errors).items()}
+            if sorted(errors) != names:
+                raise KeyError(f"it returned errors for {sorted(errors)}, not for {names}")
+            return [np.array([errors[k] for k in names]), after]
+
+        out.record([f"errors:{label}", f"params:{label}"], compute)
+
+
+def _planted(got, want):
+    """measure: the rel_error of each parameter against the reference's, judged at the
+    reference's scale where the reference finds a wrong gradient (its rel_error above 1e-4,
+    a value the centred differences decide to about 1e-9 of itself), and below 1e-7 where
+    the reference finds the gradient right (there both are rounding noise, about 1e-10)."""
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    if got.shape != want.shape or not np.all(np.isfinite(got)):
+        return "not one finite error per parameter"
+    for g, w in zip(got, want, strict=True):
+        if w > 1e-4 and abs(g - w) > 1e-6 * w:
+            return "a wrong gradient's relative error is not the reference's"
+        if w <= 1e-4 and not g < 1e-7:
+            return "a right gradient is reported with a relative error above 1e-7"
+    return True
+
+
+GRADIENT_CHECK_HINT = (
+    "for every entry of every parameter: f(p + h) and f(p - h) with the model's own loss, "
+    "(f+ - f-) / 2h, the value put back exactly (save it, never p += h then p -= h); the "
+    "analytic gradients from one loss call at the unchanged parameters; rel_error as the "
+    "API's, max(|a - n| / max(1e-8, |a| + |n|)) over the entries, not a ratio of norms."
+)
+
+register(
+    Check(
+        name="gradient_check_model",
+        notebook=NOTEBOOK,
+        points=3,
+        probe=probe_gradient_check,
+        rules={
+            "errors": Rule(
+                "relative error per parameter, on",
+                kind="true",
+                measure=_planted,
+                cap=0.5,
+                requires="params",
+                hint=GRADIENT_CHECK_HINT,
+            ),
+            "params": Rule(
+                "the model's parameters after the check, on",
+                kind="true",
+                measure=left_as_given,
+                weight=0.5,
+                hint="the check left the parameters changed: put each nudged value back "
+                "exactly (save it first; p += h then p -= h leaves rounding residue).",
+            ),
+        },
+    )
+)
+
+
+# ---------------------------------------------------------------- update ratios
+
+
+def probe_update_ratios(student, rng, out):
+    """The ratios between two snapshots of parameters of very different scales (a step
+    of SGD, a step of Adam-sized changes), and the snapshots after the call."""
+    for label in ("after a step of SGD", "after a step of equal-sized changes"):
+        shapes = {"W1": (6, 5), "W2": (5, 3), "b1": (5,), "gamma1": (5,)}
+        before = {
+            k: rng.uniform(0.1, 3.0) * rng.standard_normal(s) + (1.0 if k == "gamma1" else 0)
+            for k, s in shapes.items()
+        }
+        if "SGD" in label:
+            step = {k: rng.uniform(1e-4, 1e-1) * rng.standard_normal(s) for k, s in shapes.items()}
+        else:
+            step = {k: 1e-3 * np.sign(rng.standard_normal(s)) for k, s in shapes.items()}
+        after = {k: before[k] + step[k] for k in shapes}
+        names = sorted(shapes)
+
+        def compute(before=before, after=after, names=names):
+            b, a = copies(*(before[k] for k in names)), copies(*(after[k] for k in names))
+            given_b, given_a = dict(zip(names, b, strict=True)), dict(zip(names, a, strict=True))
+            snapshot = flat(*b, *a)
+            ratios = dict(student.update_ratios(given_b, given_a))
+            left = as_given(snapshot, flat(*b, *a))
+            if sorted(ratios) != names:
+                raise KeyError(f"it returned ratios for {sorted(ratios)}, not for {names}")
+            return [np.array([float(ratios[k]) for k in names]), left]
+
+        out.record([f"ratios:{label}", f"inputs:{label}"], compute)
+
+
+register(
+    Check(
+        name="update_ratios",
+        notebook=NOTEBOOK,
+        points=2,
+        probe=probe_update_ratios,
+        rules={
+            "ratios": Rule(
+                "ratios",
+                rtol=1e-9,
+                requires="inputs",
+                cap=0.5,
+                hint="per parameter, the Frobenius norm of the change, |after - before|, "
+                "over that of the parameter before it, |before| (not the norm of after, "
+                "not a ratio of standard deviations, not squared norms).",
+            ),
+            "inputs": Rule(
+                "both snapshots after the call,",
+                kind="true",
+                measure=left_as_given,
+                weight=0,
+                hint="the function changed the parameters it was given: read them only.",
+            ),
+        },
+    )
+)
+
+
+# ---------------------------------------------------------------- activation statistics
+
+
+def probe_activation_stats(student, rng, out):
+    """Statistics of a ReLU layer's outputs with dead units (some columns zero in every
+    row, others zero in all rows but one) and of a tanh layer's with saturated entries."""
+    N, H = int(rng.integers(20, 40)), int(rng.integers(8, 16))
+    relu = np.maximum(rng.standard_normal((N, H)) + rng.uniform(-1, 1, H), 0.0)
+    dead = rng.choice(H, size=int(rng.integers(2, H // 2)), replace=False)
+    relu[:, dead] = 0.0
+    almost = int(rng.choice(np.setdiff1d(np.arange(H), dead)))
+    relu[:, almost] = 0.0
+    relu[int(rng.integers(N)), almost] = rng.uniform(0.5, 2.0)  # alive, by one row
+    tanh = np.tanh(rng.uniform(0.5, 4.0) * rng.standard_normal((N + 3, H - 1)))
+    for label, a in (("ReLU outputs with dead units", relu), ("saturated tanh outputs", tanh)):
+
+        def compute(a=a):
+            (given,) = copies(a)
+            before = flat(given)
+            stats = dict(student.activation_stats(given))
+            left = as_given(before, flat(given))
+            values = [float(stats[k]) for k in ("mean", "std", "dead", "saturated")]
+            return [*values, left]
+
+        keys = [f"{k}:{label}" for k in ("mean", "std", "dead", "saturated")]
+        out.record([*keys, f"inputs:{label}"], compute)
+
+
+STATS_HINTS = {
+    "mean": "the mean over every entry of the array.",
+    "std": "the standard deviation over every entry, NumPy's default (divide by n, not "
+    "n - 1: ddof=1 is the sample estimate, another convention).",
+    "dead": "the share of units (columns) whose output is 0 in every row: a unit that fires "
+    "for one example is alive (not the share of zero entries).",
+    "saturated": "the share of entries with |a| > 0.99, on both sides (tanh saturates at "
+    "-1 as at +1).",
+}
+
+register(
+    Check(
+        name="activation_stats",
+        notebook=NOTEBOOK,
+        points=2,
+        probe=probe_activation_stats,
+        rules={
+            **{
+                k: Rule(k, rtol=1e-9, requires="inputs", hint=hint)
+                for k, hint in STATS_HINTS.items()
+            },
+            "inputs": Rule(
+                "the activations after the call,",
+                kind="true",
+                measure=left_as_given,
+                weight=0,
+                hint="the function changed the array it was given: read it only.",
+            ),
+        },
+    )
+)
+
+
+# ---------------------------------------------------------------- overfit a small batch
+
+
+def probe_overfit(student, rng, out):
+    """The loss curve of plain gradient descent on a small batch, and the model's
+    parameters after it (the training must change the model it is given)."""
+    N, D, H, C = 12, 6, int(rng.integers(8, 14)), int(rng.integers(3, 6))
+    params, (X, y) = _params(rng, D, H, C), _data(rng, N, D, C)
+    steps, rate = int(rng.integers(25, 40)), float(rng.uniform(0.3, 0.8))
+    net = _Net({k: v.copy() for k, v in params.items()}, reg=0.0)
+
+    def compute():
+        X_in, y_in = copies(X, y)
+        losses = student.overfit_small_batch(net, X_in, y_in, steps, rate)
+        return [np.asarray(losses, dtype=np.float64), _params_given(net)]
+
+    out.record(["curve:loss before each step", "params:the model's parameters after"], compute)
+
+
+register(
+    Check(
+        name="overfit_small_batch",
+        notebook=NOTEBOOK,
+        points=2,
+        probe=probe_overfit,
+        rules={
+            "curve": Rule(
+                "loss curve",
+                rtol=1e-6,
+                picture="curve",
+                hint="`steps` steps, each: loss and gradients of the whole batch from "
+                "model.loss(X, y), the loss recorded before the update, then every "
+                "parameter p -= learning_rate * its gradient.",
+            ),
+            "params": Rule(
+                "",
+                rtol=1e-6,
+                hint="train the model you are given: update model.params (its arrays, or "
+                "the dict's entries), not a copy.",
+            ),
+        },
+    )
+)
+
+
+# ---------------------------------------------------------------- dataset loss
+
+
+def probe_dataset_loss(student, rng, out):
+    """The loss over a whole set in batches, on a model whose training mode differs from
+    its test mode (a fixed mask on the hidden layer) and which has a regulariser: a set
+    that the batches divide evenly and one whose last batch is short."""
+    D, H, C = 5, int(rng.integers(6, 10)), int(rng.integers(3, 7))
+    params = _params(rng, D, H, C)
+    mask = rng.integers(0, 2, H) * 2.0  # keeps half the units, scaled by 1 / 0.5
+    for label, (N, batch) in (
+        ("a set the batches divide evenly", (int(rng.integers(3, 6)) * 8, 8)),
+        ("a set whose last batch is short", (int(rng.integers(4, 7)) * 7 + 2, 7)),
+    ):
+        X, y = _data(rng, N, D, C)
+        net = _Net({k: v.copy() for k, v in params.items()}, reg=0.3, train_mask=mask)
+
+        def compute(net=net, X=X, y=y, batch=batch):
+            X_in, y_in = copies(X, y)
+            before = flat(X_in, y_in, _params_given(net))
+            loss = float(student.dataset_loss(net, X_in, y_in, batch))
+            return [np.float64(loss), as_given(before, flat(X_in, y_in, _params_given(net)))]
+
+        out.record([f"loss:on {label}", f"inputs:on {label}"], compute)
+
+
+register(
+    Check(
+        name="dataset_loss",
+        notebook=NOTEBOOK,
+        points=2,
+        probe=probe_dataset_loss,
+        builds_on={"softmax_loss": "softmax_loss"},
+        rules={
+            "loss": Rule(
+                "loss",
+                rtol=1e-9,
+                requires="inputs",
+                hint="scores in test mode, model.loss(X_batch) with no labels (with labels "
+                "the model runs in training mode and adds its regulariser), your "
+                "softmax_loss of each batch, weighted by the batch's size: the last batch "
+                "may be short, so the mean of the batches' means is not the set's.",
+            ),
+            "inputs": Rule(
+                "X, y and the parameters after the call,",
+                kind="true",
+                measure=left_as_given,
+                weight=0,
+                hint="the function changed X, y or the model's parameters: evaluate only.",
+            ),
+        },
+    )
+)

@@ -1,0 +1,415 @@
+"""Student variants of assignment 09, part 1 (the instruments), for the mutation harness
+(see tests/variant_kinds.py)."""
+
+from course.authoring.variants import Alternate, Convention, m, wrong
+
+ASSIGNMENT, NOTEBOOK = "09_leaks", "leaks"
+
+INITIAL, GRADCHECK = "initial_loss_solution", "gradient_check_solution"
+RATIOS, STATS = "update_ratios_solution", "activation_stats_solution"
+OVERFIT, DATASET = "overfit_solution", "dataset_loss_solution"
+
+MUTANTS = [
+    # expected_initial_loss
+    m(
+        "initial loss: log10",
+        INITIAL,
+        {"initial_loss"},
+        ("np.log(num_classes)", "np.log10(num_classes)"),
+    ),
+    m(
+        "initial loss: log2",
+        INITIAL,
+        {"initial_loss"},
+        ("np.log(num_classes)", "np.log2(num_classes)"),
+    ),
+    m(
+        "initial loss: the probability, not its log",
+        INITIAL,
+        {"initial_loss"},
+        ("float(np.log(num_classes))", "1.0 / num_classes"),
+    ),
+    m(
+        "initial loss: ln(C - 1)",
+        INITIAL,
+        {"initial_loss"},
+        ("np.log(num_classes)", "np.log(num_classes - 1)"),
+    ),
+    # gradient_check_model
+    wrong(
+        "gradient check: one-sided differences",
+        GRADCHECK,
+        {"gradient_check_model"},
+        (
+            "            p[ix] = old - h\n            minus = model.loss(X, y)[0]\n",
+            "            p[ix] = old\n            minus = model.loss(X, y)[0]\n",
+        ),
+        ("numerical[ix] = (plus - minus) / (2 * h)", "numerical[ix] = (plus - minus) / h"),
+    ),
+    m(
+        "gradient check: p += h then p -= 2h then p += h (rounding residue left)",
+        GRADCHECK,
+        {"gradient_check_model"},
+        ("            p[ix] = old + h\n", "            p[ix] += h\n"),
+        ("            p[ix] = old - h\n", "            p[ix] -= 2 * h\n"),
+        (
+            "            p[ix] = old\n            numerical",
+            "            p[ix] += h\n            numerical",
+        ),
+    ),
+    wrong(
+        "gradient check: a ratio of norms, not the API's rel_error",
+        GRADCHECK,
+        {"gradient_check_model"},
+        (
+            "errors[name] = rel_error(grads[name], numerical)",
+            "errors[name] = float(np.linalg.norm(grads[name] - numerical) / "
+            "(np.linalg.norm(grads[name]) + np.linalg.norm(numerical)))",
+        ),
+    ),
+    wrong(
+        "gradient check: only the first entry of each parameter",
+        GRADCHECK,
+        {"gradient_check_model"},
+        (
+            "        errors[name] = rel_error(grads[name], numerical)",
+            "        first = (0,) * p.ndim\n"
+            "        errors[name] = rel_error(grads[name][first], numerical[first])",
+        ),
+    ),
+    m(
+        "gradient check: the value never put back",
+        GRADCHECK,
+        {"gradient_check_model"},
+        ("            p[ix] = old\n            numerical", "            numerical"),
+    ),
+    # update_ratios
+    wrong(
+        "update ratios: the norm after over the norm before",
+        RATIOS,
+        {"update_ratios"},
+        ("np.linalg.norm(after[name] - before[name])", "np.linalg.norm(after[name])"),
+    ),
+    wrong(
+        "update ratios: over the norm after",
+        RATIOS,
+        {"update_ratios"},
+        ("/ np.linalg.norm(before[name])", "/ np.linalg.norm(after[name])"),
+    ),
+    wrong(
+        "update ratios: squared norms",
+        RATIOS,
+        {"update_ratios"},
+        (
+            "float(np.linalg.norm(after[name] - before[name]) / np.linalg.norm(before[name]))",
+            "float(np.sum((after[name] - before[name]) ** 2) / np.sum(before[name] ** 2))",
+        ),
+    ),
+    m(
+        "update ratios: the snapshot before is updated in place",
+        RATIOS,
+        {"update_ratios"},
+        (
+            "    return {\n",
+            "    ratios = {\n",
+        ),
+        (
+            "        for name in before\n    }",
+            "        for name in before\n    }\n"
+            "    for name in before:\n        before[name][...] = after[name]\n    return ratios\n",
+        ),
+    ),
+    # activation_stats
+    m(
+        "activation stats: dead as the share of zero entries",
+        STATS,
+        {"activation_stats"},
+        ('"dead": float(np.mean(np.all(a == 0, axis=0)))', '"dead": float(np.mean(a == 0))'),
+    ),
+    m(
+        "activation stats: dead where any row is zero",
+        STATS,
+        {"activation_stats"},
+        ("np.all(a == 0, axis=0)", "np.any(a == 0, axis=0)"),
+    ),
+    m(
+        "activation stats: saturated on the positive side only",
+        STATS,
+        {"activation_stats"},
+        ("np.abs(a) > 0.99", "a > 0.99"),
+    ),
+    m(
+        "activation stats: dead over the rows, not the units",
+        STATS,
+        {"activation_stats"},
+        ("np.all(a == 0, axis=0)", "np.all(a == 0, axis=1)"),
+    ),
+    # overfit_small_batch
+    wrong(
+        "overfit: the loss recorded after the update",
+        OVERFIT,
+        {"overfit_small_batch"},
+        ("        losses.append(float(loss))\n", ""),
+        (
+            "            model.params[name] -= learning_rate * grads[name]\n",
+            "            model.params[name] -= learning_rate * grads[name]\n"
+            "        losses.append(float(model.loss(X, y)[0]))\n",
+        ),
+    ),
+    wrong(
+        "overfit: a copy of the parameters trained, not the model",
+        OVERFIT,
+        {"overfit_small_batch"},
+        (
+            "    losses = []\n",
+            "    params = {k: v.copy() for k, v in model.params.items()}\n    losses = []\n",
+        ),
+        (
+            "            model.params[name] -= learning_rate * grads[name]\n",
+            "            params[name] -= learning_rate * grads[name]\n",
+        ),
+    ),
+    wrong(
+        "overfit: gradient ascent",
+        OVERFIT,
+        {"overfit_small_batch"},
+        ("model.params[name] -= learning_rate", "model.params[name] += learning_rate"),
+    ),
+    wrong(
+        "overfit: biases never updated",
+        OVERFIT,
+        {"overfit_small_batch"},
+        (
+            "        for name in model.params:\n",
+            "        for name in [k for k in model.params if k.startswith('W')]:\n",
+        ),
+    ),
+    # dataset_loss
+    wrong(
+        "dataset loss: the mean of the batches' means",
+        DATASET,
+        {"dataset_loss"},
+        (
+            "        total += float(loss) * len(scores)\n    return total / len(X)",
+            "        total += float(loss)\n    return total / -(-len(X) // batch_size)",
+        ),
+    ),
+    wrong(
+        "dataset loss: the model's loss with labels (training mode, regulariser)",
+        DATASET,
+        {"dataset_loss"},
+        (
+            "        scores = model.loss(X[start : start + batch_size])\n"
+            "        loss, _ = softmax_loss(scores, y[start : start + batch_size])\n",
+            "        rows = slice(start, start + batch_size)\n"
+            "        loss, _ = model.loss(X[rows], y[rows])\n"
+            "        scores = X[start : start + batch_size]\n",
+        ),
+    ),
+    wrong(
+        "dataset loss: the last short batch dropped",
+        DATASET,
+        {"dataset_loss"},
+        (
+            "    for start in range(0, len(X), batch_size):\n",
+            "    used = len(X) - len(X) % batch_size\n"
+            "    for start in range(0, used, batch_size):\n",
+        ),
+        ("    return total / len(X)", "    return total / used"),
+    ),
+]
+
+GRADCHECK_LOOP = """\
+def gradient_check_model(model, X, y, h=1e-5):
+    loss, grads = model.loss(X, y)
+    errors = {}
+    for name in model.params:
+        p = model.params[name]
+        flat_p = p.reshape(-1)  # a view: writing into it writes into p
+        numerical = np.empty(p.size)
+        for i in range(p.size):
+            keep = flat_p[i]
+            flat_p[i] = keep + h
+            up = model.loss(X, y)[0]
+            flat_p[i] = keep - h
+            down = model.loss(X, y)[0]
+            flat_p[i] = keep
+            numerical[i] = (up - down) / (2 * h)
+        a, n = grads[name].ravel(), numerical
+        errors[name] = float(np.max(np.abs(a - n) / np.maximum(1e-8, np.abs(a) + np.abs(n))))
+    return errors
+"""
+
+GRADCHECK_COPIES = '''\
+import itertools
+
+
+def gradient_check_model(model, X, y, h=1e-5):
+    """Nudge copies of each parameter, put in the dict, and the original back."""
+    _, grads = model.loss(X, y)
+    out = {}
+    for name in list(model.params):
+        original = model.params[name]
+        numerical = np.zeros_like(original)
+        for ix in itertools.product(*map(range, original.shape)):
+            values = []
+            for sign in (1, -1):
+                nudged = original.copy()
+                nudged[ix] += sign * h
+                model.params[name] = nudged
+                values.append(model.loss(X, y)[0])
+            numerical[ix] = (values[0] - values[1]) / (2 * h)
+        model.params[name] = original
+        out[name] = rel_error(grads[name], numerical)
+    return out
+'''
+
+RATIOS_LOOP = """\
+import math
+
+
+def update_ratios(before, after):
+    ratios = {}
+    for name, w in before.items():
+        change = math.sqrt(float(((after[name] - w) ** 2).sum()))
+        ratios[name] = change / math.sqrt(float((w**2).sum()))
+    return ratios
+"""
+
+RATIOS_RAVEL = """\
+def update_ratios(before, after):
+    out = {}
+    for name in after:
+        b, a = np.ravel(before[name]), np.ravel(after[name])
+        out[name] = float(np.sqrt(np.dot(a - b, a - b) / np.dot(b, b)))
+    return out
+"""
+
+STATS_LOOP = """\
+def activation_stats(a):
+    N, H = a.shape
+    dead = sum(1 for j in range(H) if not np.any(a[:, j])) / H
+    flat = a.ravel()
+    mean = float(np.sum(flat) / flat.size)
+    std = float(np.sqrt(np.mean((flat - mean) ** 2)))
+    return {"mean": mean, "std": std, "dead": dead,
+            "saturated": float(np.count_nonzero(np.abs(flat) > 0.99) / flat.size)}
+"""
+
+STATS_MAX = """\
+def activation_stats(a):
+    return dict(
+        mean=np.mean(a),
+        std=np.sqrt(np.var(a)),
+        dead=np.mean(np.max(np.abs(a), axis=0) == 0),
+        saturated=np.mean((a > 0.99) | (a < -0.99)),
+    )
+"""
+
+OVERFIT_ITEMS = """\
+def overfit_small_batch(model, X, y, steps, learning_rate):
+    curve = np.zeros(steps)
+    for step in range(steps):
+        curve[step], grads = model.loss(X, y)
+        model.params.update(
+            {k: v - learning_rate * grads[k] for k, v in model.params.items()}
+        )
+    return curve
+"""
+
+OVERFIT_SGD = '''\
+def overfit_small_batch(model, X, y, steps, learning_rate):
+    """With your sgd from 03: the same step."""
+    losses = []
+    for _ in range(steps):
+        loss, grads = model.loss(X, y)
+        losses.append(loss)
+        for name in model.params:
+            model.params[name], _ = sgd(model.params[name], grads[name],
+                                        {"learning_rate": learning_rate})
+    return losses
+'''
+
+DATASET_SPLIT = """\
+def dataset_loss(model, X, y, batch_size):
+    chunks = range(batch_size, len(X), batch_size)
+    weighted = [
+        softmax_loss(model.loss(xb), yb)[0] * len(xb)
+        for xb, yb in zip(np.split(X, chunks), np.split(y, chunks))
+    ]
+    return float(sum(weighted) / len(X))
+"""
+
+DATASET_OWN = '''\
+def dataset_loss(model, X, y, batch_size):
+    """Cross-entropy written out (log-sum-exp), summed over examples, then averaged."""
+    total = 0.0
+    for start in range(0, len(X), batch_size):
+        s = model.loss(X[start : start + batch_size])
+        s = s - s.max(axis=1, keepdims=True)
+        log_p = s - np.log(np.exp(s).sum(axis=1, keepdims=True))
+        total -= log_p[np.arange(len(s)), y[start : start + batch_size]].sum()
+    return total / len(X)
+'''
+
+ALTERNATES = [
+    Alternate(
+        "initial loss: -log of 1/C",
+        {
+            INITIAL: "import math\n\n\ndef expected_initial_loss(num_classes):\n"
+            "    return -math.log(1 / num_classes)\n"
+        },
+    ),
+    Alternate(
+        "initial loss: log of an integer, as numpy float",
+        {
+            INITIAL: "def expected_initial_loss(num_classes):\n"
+            "    return np.log(np.float64(num_classes))\n"
+        },
+    ),
+    Alternate("gradient check through a flat view", {GRADCHECK: GRADCHECK_LOOP}),
+    Alternate("gradient check on nudged copies", {GRADCHECK: GRADCHECK_COPIES}),
+    Alternate("update ratios with math.sqrt", {RATIOS: RATIOS_LOOP}),
+    Alternate("update ratios with dot products", {RATIOS: RATIOS_RAVEL}),
+    Alternate("activation stats with loops and counts", {STATS: STATS_LOOP}),
+    Alternate("activation stats with max and var", {STATS: STATS_MAX}),
+    Alternate("overfit with dict.update", {OVERFIT: OVERFIT_ITEMS}),
+    Alternate("overfit with your sgd", {OVERFIT: OVERFIT_SGD}),
+    Alternate("dataset loss with np.split", {DATASET: DATASET_SPLIT}),
+    Alternate("dataset loss with the cross-entropy written out", {DATASET: DATASET_OWN}),
+]
+
+CONVENTIONS = [
+    Convention(
+        "activation stats: the sample standard deviation (ddof=1)",
+        {
+            STATS: "def activation_stats(a):\n    return {'mean': a.mean(), 'std': a.std(ddof=1),\n"
+            "            'dead': np.mean(np.all(a == 0, axis=0)),\n"
+            "            'saturated': np.mean(np.abs(a) > 0.99)}\n"
+        },
+        frozenset({"activation_stats"}),
+        "ddof=1",
+    ),
+    Convention(
+        "update ratios: a ratio of standard deviations",
+        {
+            RATIOS: "def update_ratios(before, after):\n"
+            "    return {k: float((after[k] - before[k]).std() / before[k].std())\n"
+            "            for k in before}\n"
+        },
+        frozenset({"update_ratios"}),
+        "standard deviations",
+    ),
+]
+
+EXPECTED_SURVIVORS: set[str] = set()
+
+# Each graded function, and the solution cell that defines it.
+GRADED_FUNCTIONS = {
+    "expected_initial_loss": {INITIAL},
+    "gradient_check_model": {GRADCHECK},
+    "update_ratios": {RATIOS},
+    "activation_stats": {STATS},
+    "overfit_small_batch": {OVERFIT},
+    "dataset_loss": {DATASET},
+}
