@@ -107,7 +107,7 @@ def exercises(graded: Path) -> list[Exercise]:
 
 CAUSE = "CAUSE "
 # What a CAUSE line blames, in a few words: "your relu_backward", "your code from 04_...".
-BLAMED = re.compile(r"CAUSE (your .*?) (?:is missing|fails its own)")
+BLAMED = re.compile(r"CAUSE (your .*?) (?:is missing|is not written yet|fails its own)")
 ASSIGNMENT_NUMBER = re.compile(r"\bfrom (\d{2})_")
 
 

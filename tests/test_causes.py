@@ -292,3 +292,24 @@ def test_a_correct_backward_behind_a_wrong_forward_is_told_its_points_come_back(
         verdict(backward, json.loads(json.dumps(payload(backward, fixed))))[0]
         == max_scores(variants)[backward]
     )
+
+
+# Walk 53, finding 9: with Value.backward unwritten, value_ops (whose probe runs backward)
+# fails, and every check built on it blamed "your Value.__add__", which was right.
+def test_an_unwritten_exercise_is_named_as_unwritten_not_as_the_function_that_ran_it():
+    import nbformat
+
+    from course.authoring.classroom import solution_sources
+    from course.paths import course_root
+
+    release = nbformat.read(course_root() / "release/01_backprop/backprop.ipynb", as_version=4)
+    stub = solution_sources(release)["value_backward_solution"]
+    assert "NotImplementedError" in stub
+    reports = reports_in_process(
+        variants_backprop, Alternate("backward unwritten", {"value_backward_solution": stub})
+    )
+    named = [c for _, text in reports.values() for c in causes(text)]
+    assert named, reports
+    for cause in named:
+        assert "not written yet" in cause and "Value.backward" in cause, cause
+        assert "__add__" not in cause, cause

@@ -7,6 +7,7 @@ the likely mistake, never an expected value.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -488,6 +489,11 @@ def withhold(chk: Check, points: float, text: str, why: str | None) -> tuple[flo
     return 0.0, "\n".join([head, *text.splitlines()[1:]])
 
 
+# A failure that ran into a released stub: "raised NotImplementedError ...: Exercise 1.4:
+# write Value.backward" (course.authoring.stubs.stub_message).
+UNWRITTEN = re.compile(r"raised NotImplementedError\b.*?(Exercise [\w.]+): write ([\w.]+)")
+
+
 def carried_causes(chk: Check, carried: dict | None) -> list[str]:
     """One line per function this check runs through (Check.builds_on: an earlier exercise
     of the notebook, or code carried from an earlier assignment) that fails its own check
@@ -530,6 +536,16 @@ def carried_causes(chk: Check, carried: dict | None) -> list[str]:
             lines.append(
                 f"  CAUSE your {', '.join(functions)} from {assignment} fails its own check "
                 f"there ({earlier}: {why}); {fix}."
+            )
+            continue
+        if unwritten := UNWRITTEN.search(why):
+            # Not that function's mistake: the earlier check ran into a stub of another
+            # exercise (value_ops calls backward; walk 53 read "your Value.__add__ fails its
+            # own hidden check" for a right __add__ while Value.backward was unwritten).
+            lines.append(
+                f"  CAUSE your {unwritten.group(2)} is not written yet ({unwritten.group(1)}): "
+                f"{earlier} runs it, and this check runs through {earlier}; the points it "
+                "costs here come back once it is written."
             )
             continue
         also = f" (then {', '.join(functions[1:])}, which may use it)" if functions[1:] else ""
