@@ -726,6 +726,17 @@ def probe_block(student, rng, out):
     record_large(out, rng, f"x of 2 by {T} by 32, F = 48, 4 heads, a causal mask", run)
 
 
+# A wrong forward pass (LN2 with LN1's gamma and beta, review 54) makes dx and every
+# gradient computed from its cache wrong too: then the likely mistake is the forward's, and
+# it is named first, not a backward pass that is right.
+BLOCK_FORWARD_FIRST = (
+    (
+        "forward",
+        "your block output for this case is off too: fix the forward pass first (the "
+        "gradients are computed from its cache).",
+    ),
+)
+
 BLOCK = register(
     Check(
         name="block",
@@ -748,12 +759,14 @@ BLOCK = register(
                 cap=WRONG_VALUE_CAP,
                 hint="dx = dh (the residual) + LN1's backward of what comes back through "
                 "attention; dh = dout + LN2's backward of the MLP's gradient.",
+                hint_unless=BLOCK_FORWARD_FIRST,
             ),
             "grad": Rule(
                 "gradient of",
                 rtol=1e-7,
                 cap=WRONG_VALUE_CAP,
                 hint="each parameter's gradient summed over N and T (flatten to (N T, D)).",
+                hint_unless=BLOCK_FORWARD_FIRST,
             ),
             "selfcheck": self_check_rule(
                 "gradients",
