@@ -413,10 +413,11 @@ EXPECTED_SURVIVORS: set[str] = set()
 SCALE_NAMED = {"dq with": "sqrt(d) times", "dk with": "sqrt(d) times"}
 FIRST_FAILURE = {
     "attention backward: the 1 / sqrt(d) forgotten": {"attention_backward": ("d", SCALE_NAMED)},
-    # Review 54: a wrong forward pass is named first, and dx and the gradients blame it.
+    # Review 54: dx (its key sorts before the forward's) and the gradients blamed a backward
+    # pass that is right; they now blame the wrong forward pass.
     "block: the second layer norm with ln1's gamma and beta": {
         "block": (
-            "block output for",
+            "dx for",
             {"dx for": "fix the forward pass first", "gradient of": "fix the forward pass first"},
         )
     },

@@ -727,8 +727,8 @@ def probe_block(student, rng, out):
 
 
 # A wrong forward pass (LN2 with LN1's gamma and beta, review 54) makes dx and every
-# gradient computed from its cache wrong too: then the likely mistake is the forward's, and
-# it is named first, not a backward pass that is right.
+# gradient computed from its cache wrong too: then the likely mistake is the forward's, not
+# a backward pass that is right (dx is still listed first: its key sorts before "forward").
 BLOCK_FORWARD_FIRST = (
     (
         "forward",

@@ -155,9 +155,6 @@ def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
     # Gradients whose likely mistake is their case's forward pass (Rule.hint_unless, matched
     # through _same_case's fallback): reported after the forward failure that explains them.
     upstream = []
-    # The references' keys come sorted: "dx:<case>" before the "forward:<case>" that
-    # explains it (08's block, review 54), which is then moved after it too.
-    position = {key: index for index, key in enumerate(results)}
     for key, result in results.items():
         rule = rule_for(check, key)
         for prefix, hint in rule.hint_unless if rule.hint and not result.passed else ():
@@ -168,7 +165,7 @@ def judge(check: Check, outputs: dict, reference: dict) -> list[Result]:
                 message = result.message.replace(rule.hint, hint)
                 if message != result.message:  # not when the failure named its own cause
                     results[key] = Result(key, False, rule.weight, message)
-                    if other_key != f"{prefix}:{detail}" or position[other_key] > position[key]:
+                    if other_key != f"{prefix}:{detail}":
                         upstream.append(key)
                 break
     # The failures that explain the others come first in the report (a wrong forward pass
