@@ -232,3 +232,20 @@ def test_every_grade_cell_and_graded_function_has_mutants_and_alternates(module)
         assert len(alternates) >= 2, f"{function}: only {len(alternates)} alternates"
     solution_cells = {solution_cell_id(c) for c in nb_cells if solution_cell_id(c)}
     assert set().union(*module.GRADED_FUNCTIONS.values()) <= solution_cells
+
+
+def test_06_im2col_ratio_over_the_stride_loses_on_every_seed():
+    """Review 54: `HH * WW / stride` (the stride counted along one axis) kept full marks on
+    the secret seeds whose three settings all drew stride 1 (46 of 400); now one setting at
+    least has stride 2."""
+    from tests.test_attacks_round7 import points_over_seeds
+
+    module = importlib.import_module("tests.variants_convolution")
+    (variant,) = [
+        v for v in module.MUTANTS if v.name.startswith("predict: the im2col ratio divided")
+    ]
+    points = points_over_seeds(
+        module.ASSIGNMENT, module.NOTEBOOK, "conv_predictions", answers_of(module, variant),
+        range(60),
+    )  # fmt: skip
+    assert max(points) < 2, f"full marks on {sum(p == 2 for p in points)} of 60 seeds"
