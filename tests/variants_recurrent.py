@@ -782,6 +782,11 @@ FIRST_FAILURE = {
         "lstm_sequence": ("h for", FORWARD_BLAMED)
     },
     "lstm sequence: c0 = h0": {"lstm_sequence": ("h for", FORWARD_BLAMED)},
+    # Review 54: N times the reference, named (with N = 2 the classic factor said "a
+    # contribution counted twice? h instead of 2h?").
+    "loss: dx not divided by N": {
+        "temporal_softmax_loss": ("gradient dx", {"gradient dx": "is N times"})
+    },
 }
 
 # Code in another well-known convention: it loses points, and the report names it.
