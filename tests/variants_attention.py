@@ -395,6 +395,39 @@ MUTANTS = [
         ("return np.sqrt(head_dim)", "return 8.0"),
         ("    return query_scale**2", "    return 64.0"),
     ),
+    # Review 54.
+    wrong(
+        "mha backward: the heads' gradient split by a reshape alone",
+        MHA,
+        {"multihead_backward"},
+        (
+            "(dout @ Wo.T).reshape(N, T, num_heads, D // num_heads).transpose(0, 2, 1, 3)",
+            "(dout @ Wo.T).reshape(N, num_heads, T, D // num_heads)",
+        ),
+    ),
+    wrong(
+        "positions: the position multiplied by 10000**(2i / D), not divided",
+        PE,
+        {"positional_encoding"},
+        ("np.arange(T)[:, None] / 10000", "np.arange(T)[:, None] * 10000"),
+    ),
+    wrong(
+        "attention backward: dk = ds @ q (ds not transposed)",
+        ATT,
+        {"attention_backward", "multihead_backward", "block"},
+        ("np.swapaxes(ds, -1, -2) @ q, dv", "ds @ q, dv"),
+    ),
+    # Review 54: dx came first in the report, its hint blaming the backward pass
+    # (FIRST_FAILURE below).
+    wrong(
+        "block: the second layer norm with ln1's gamma and beta",
+        BLK,
+        {"block"},
+        (
+            'layernorm_forward(h.reshape(N * T, D), p["ln2_gamma"], p["ln2_beta"], {})',
+            'layernorm_forward(h.reshape(N * T, D), p["ln1_gamma"], p["ln1_beta"], {})',
+        ),
+    ),
 ]
 
 EXPECTED_SURVIVORS: set[str] = set()
@@ -416,6 +449,14 @@ FIRST_FAILURE = {
         "block": (
             "change of the outputs up to t",
             {"change of the outputs": "layer norm over time"},
+        )
+    },
+    # Review 54: dx (its key sorts before the forward's) and the gradients blamed a backward
+    # pass that is right; they now blame the wrong forward pass.
+    "block: the second layer norm with ln1's gamma and beta": {
+        "block": (
+            "dx for",
+            {"dx for": "fix the forward pass first", "gradient of": "fix the forward pass first"},
         )
     },
 }
@@ -707,6 +748,21 @@ def predicted_sgd_step_ratio(query_scale):
     return query_scale * query_scale
 """
 
+# Review 54: the paper's formula entry by entry, pair index i // 2.
+POSITIONS_TWO_LOOPS = '''\
+#| export
+def positional_encoding(T, D):
+    """PE[pos, i]: sin for even i, cos for odd i, of pos / 10000**(2 (i // 2) / D)."""
+    import math
+
+    pe = np.zeros((T, D))
+    for pos in range(T):
+        for i in range(D):
+            angle = pos / math.pow(10000, 2 * (i // 2) / D)
+            pe[pos, i] = math.sin(angle) if i % 2 == 0 else math.cos(angle)
+    return pe
+'''
+
 ALTERNATES = [
     Alternate("einsum, heads one at a time, a staged block", EINSUM),
     # Issue 37's review: a correct softmax differing from the reference only in rounding
@@ -745,6 +801,9 @@ def softmax(x, axis=-1):
         {SHAPE: SHAPE_MEASURED},
     ),
     Alternate("causal mask by comparing positions", {CM: CAUSAL_MASK_BY_POSITIONS}),
+    Alternate(
+        "positional encoding with two loops and math, pair index i // 2", {PE: POSITIONS_TWO_LOOPS}
+    ),
 ]
 
 # Each graded function, and the solution cell that defines it.

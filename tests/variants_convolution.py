@@ -380,6 +380,39 @@ MUTANTS = [
             'p["W1"], p["b1"], {"stride": 1, "pad": 0})',
         ),
     ),
+    # Review 54.
+    wrong(
+        "conv: dx cropped with [pad:H] (the end not shifted by pad)",
+        CONV,
+        {BACKWARD},
+        (
+            "return dx_pad[:, :, pad : pad + H, pad : pad + W], dw, db",
+            "return dx_pad[:, :, pad:H, pad:W], dw, db",
+        ),
+    ),
+    wrong(
+        "pool: the window's offset forgotten (every gradient in the first window)",
+        POOL,
+        {"max_pool_naive"},
+        (
+            "dx[n, c, i * stride + dr, j * stride + dc] += dout[:, :, i, j]",
+            "dx[n, c, dr, dc] += dout[:, :, i, j]",
+        ),
+    ),
+    # Review 54: on the public seed (every stride 2) the report called it "twice the
+    # expected value (a contribution counted twice? h instead of 2h?)" (FIRST_FAILURE below).
+    m(
+        "predict: the im2col ratio divided by the stride, not its square",
+        PRED,
+        {PREDICTIONS},
+        ("return HH * WW / stride**2", "return HH * WW / stride"),
+    ),
+    wrong(
+        "net: the biases regularised too",
+        NET,
+        {"convnet_training"},
+        ('for name in ("W1", "W2"):', 'for name in ("W1", "b1", "W2", "b2"):'),
+    ),
 ]
 
 CONV_VECTORISED_OVER_FILTERS = '''\
@@ -815,6 +848,55 @@ def max_pool_backward_naive(dout, cache):
     return dx.reshape(x.shape)
 '''
 
+# Review 54: the network's own pool, not the learner's max_pool pair.
+NET_POOL_BY_RESHAPE = '''\
+#| export
+class SmallConvNet:
+    """conv - relu - 2x2 max pool - affine - softmax; the pool as a reshape."""
+
+    def __init__(self, input_dim=(1, 8, 8), num_filters=8, num_classes=10, reg=0.0, seed=None):
+        self.reg = reg
+        self.params = {}
+        C, H, W = input_dim
+        rng = np.random.default_rng(seed)
+        hidden = num_filters * (H // 2) * (W // 2)
+        self.params["W1"] = rng.standard_normal((num_filters, C, 3, 3)) * np.sqrt(2 / (C * 9))
+        self.params["b1"] = np.zeros(num_filters)
+        self.params["W2"] = rng.standard_normal((hidden, num_classes)) * np.sqrt(2 / hidden)
+        self.params["b2"] = np.zeros(num_classes)
+
+    def loss(self, X, y=None):
+        p = self.params
+        conv, conv_cache = conv_forward_fast(X, p["W1"], p["b1"], {"stride": 1, "pad": 1})
+        r = np.maximum(conv, 0)
+        N, F, H, W = r.shape
+        blocks = r.reshape(N, F, H // 2, 2, W // 2, 2).transpose(0, 1, 2, 4, 3, 5)
+        blocks = blocks.reshape(N, F, H // 2, W // 2, 4)
+        first = blocks.argmax(axis=-1)
+        pooled = np.take_along_axis(blocks, first[..., None], axis=-1)[..., 0]
+        flat = pooled.reshape(N, -1)
+        scores = flat @ p["W2"] + p["b2"]
+        if y is None:
+            return scores
+        shifted = scores - scores.max(axis=1, keepdims=True)
+        log_probs = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+        loss = -log_probs[np.arange(N), y].mean()
+        dscores = np.exp(log_probs)
+        dscores[np.arange(N), y] -= 1
+        dscores /= N
+        grads = {"W2": flat.T @ dscores, "b2": dscores.sum(axis=0)}
+        dpooled = (dscores @ p["W2"].T).reshape(pooled.shape)
+        dblocks = np.zeros(blocks.shape)
+        np.put_along_axis(dblocks, first[..., None], dpooled[..., None], axis=-1)
+        dr = dblocks.reshape(N, F, H // 2, W // 2, 2, 2).transpose(0, 1, 2, 4, 3, 5)
+        dconv = dr.reshape(N, F, H, W) * (conv > 0)
+        _, grads["W1"], grads["b1"] = conv_backward_fast(dconv, conv_cache)
+        for name in ("W1", "W2"):
+            loss += 0.5 * self.reg * np.sum(p[name] ** 2)
+            grads[name] = grads[name] + self.reg * p[name]
+        return loss, grads
+'''
+
 ALTERNATES = [
     Alternate("conv vectorised over the filters", {CONV: CONV_VECTORISED_OVER_FILTERS}),
     Alternate("conv by scattering filter offsets", {CONV: CONV_SCATTER}),
@@ -831,6 +913,10 @@ ALTERNATES = [
     Alternate("spatial batch norm through (N, W, H, C)", {SBN: SBN_WIDTH_FIRST}),
     Alternate("conv backward routed by one forward call at a numbered input", {CONV: CONV_ROUTED}),
     Alternate("pool backward routed by one forward call at x's ranks", {POOL: POOL_ROUTED}),
+    Alternate(
+        "convnet pooling 2x2 blocks by a reshape, each block's first maximum by argmax",
+        {NET: NET_POOL_BY_RESHAPE},
+    ),
 ]
 
 # Each graded function, and the solution cell that defines it (a pair shares one cell).
@@ -847,3 +933,13 @@ GRADED_FUNCTIONS = {
 }
 
 EXPECTED_SURVIVORS: set[str] = set()
+
+# The report's first failure, and the words its likely mistake must hold
+# (tests/test_mutants.py::test_a_report_names_the_failure_that_explains_the_others).
+FIRST_FAILURE = {
+    # Review 54: every stride of the public seed is 2, and the classic factor called it "a
+    # contribution counted twice? h instead of 2h?".
+    "predict: the im2col ratio divided by the stride, not its square": {
+        PREDICTIONS: ("predicted im2col size", {"predicted im2col size": "columns both"})
+    },
+}

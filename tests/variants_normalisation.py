@@ -597,6 +597,45 @@ MUTANTS = [
         ("return 1 - momentum**k", "return 1 - 0.9**10"),
         ("return 1 / p", "return 2.0"),
     ),
+    # Review 54.
+    wrong(
+        "bn backward: dgamma from the centred x, not x_hat",
+        BNB,
+        {"batchnorm_backward"},
+        ("dgamma = np.sum(dout * x_hat, axis=0)", "dgamma = np.sum(dout * centred, axis=0)"),
+    ),
+    wrong(
+        "ln forward: the unbiased variance (D - 1)",
+        LNF,
+        {"layernorm_forward", "layernorm_backward", "finished_net"},
+        (
+            "std = np.sqrt(np.mean(centred**2, axis=1, keepdims=True) + eps)",
+            "std = np.sqrt(np.var(x, axis=1, ddof=1, keepdims=True) + eps)",
+        ),
+        capped={"layernorm_forward"},
+    ),
+    # Review 54: the hint said "dx = dout * mask / p", which is this bug where the cached
+    # mask holds the 1 / p (FIRST_FAILURE below).
+    wrong(
+        "dropout backward: divided by p again (the cached mask holds the 1 / p)",
+        DB,
+        {"dropout_backward", "finished_net"},
+        (
+            "    dropout_param, mask = cache\n",
+            '    dropout_param, mask = cache\n    p = dropout_param["p"]\n',
+        ),
+        ("return dout * mask if", "return dout * mask / p if"),
+        capped={"dropout_backward"},
+    ),
+    wrong(
+        "net: the last layer's weights not regularised",
+        NET,
+        {"finished_net"},
+        (
+            "        for layer in range(1, self.num_layers + 1):\n",
+            "        for layer in range(1, self.num_layers):\n",
+        ),
+    ),
 ]
 
 
@@ -968,6 +1007,11 @@ FIRST_FAILURE = {
     "bn backward: std recomputed without eps": {
         "batchnorm_backward": ("", {"dx for": "a std without eps"})
     },
+    # Review 54: the hint said "dx = dout * mask / p", this very bug where the cached mask
+    # holds the 1 / p.
+    "dropout backward: divided by p again (the cached mask holds the 1 / p)": {
+        "dropout_backward": ("error of dx", {"error of dx": "exactly once"})
+    },
 }
 
 # Right values in another shape ((1, D) for (D,)) lose their sub-checks, not half the cell
@@ -1045,6 +1089,36 @@ def dropout_backward(dout, cache):
 """,
 }
 
+# Review 54: test mode as an inference engine runs it, x * scale + shift.
+BN_FOLDED_TEST_MODE = '''\
+#| export
+def batchnorm_forward(x, gamma, beta, bn_param):
+    """Batch normalisation of x (N, D); test mode as an inference engine runs it."""
+    mode = bn_param["mode"]
+    eps = bn_param.get("eps", 1e-5)
+    momentum = bn_param.get("momentum", 0.9)
+    D = x.shape[1]
+    running_mean = bn_param.get("running_mean", np.zeros(D, dtype=x.dtype))
+    running_var = bn_param.get("running_var", np.zeros(D, dtype=x.dtype))
+    if mode == "train":
+        mu, var = np.mean(x, axis=0), np.var(x, axis=0)
+        std = np.sqrt(var + eps)
+        x_hat = (x - mu) / std
+        out = gamma * x_hat + beta
+        cache = (x_hat, x - mu, std, gamma)
+        running_mean = momentum * running_mean + (1 - momentum) * mu
+        running_var = momentum * running_var + (1 - momentum) * var
+    elif mode == "test":
+        scale = gamma / np.sqrt(running_var + eps)
+        out = x * scale + (beta - running_mean * scale)
+        cache = None
+    else:
+        raise ValueError(f"unknown mode {mode!r}")
+    bn_param["running_mean"] = running_mean
+    bn_param["running_var"] = running_var
+    return out, cache
+'''
+
 ALTERNATES = [
     Alternate("layer norm backward as a per-row Jacobian", LN_BACKWARD_PER_ROW_JACOBIAN),
     Alternate("layer norm staged on the transpose, CS231n-style", LN_CS231N_STAGED),
@@ -1091,6 +1165,10 @@ ALTERNATES = [
             "        ratio *= c\n"
             "    return ratio\n"
         },
+    ),
+    Alternate(
+        "batch norm with np.var, test mode folded into one scale and shift",
+        {BNF: BN_FOLDED_TEST_MODE},
     ),
 ]
 

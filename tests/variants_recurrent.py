@@ -383,6 +383,31 @@ MUTANTS = [
         {"recurrent_predictions"},
         ("return T2 / T1", "return (T2 / T1) ** 0.5"),
     ),
+    # Review 54.
+    wrong(
+        "rnn step: tanh's derivative as 1 - tanh(next_h)**2 (tanh applied twice)",
+        RS,
+        {"rnn_step", "rnn_sequence"},
+        ("da = dnext_h * (1 - next_h**2)", "da = dnext_h * (1 - np.tanh(next_h) ** 2)"),
+    ),
+    wrong(
+        "lstm step: the input gate's gradient without g",
+        LS,
+        {"lstm_step", "lstm_sequence"},
+        ("dc * g * i * (1 - i),", "dc * i * (1 - i),"),
+    ),
+    wrong(
+        "lstm sequence: dh0 returned as the cell's gradient, dprev_c",
+        LQ,
+        {"lstm_sequence"},
+        ("return dx, dprev_h, dWx, dWh, db", "return dx, dprev_c, dWx, dWh, db"),
+    ),
+    wrong(
+        "loss: dx not divided by N",
+        TSL,
+        {"temporal_softmax_loss"},
+        ("return loss, dx * mask[:, :, None] / N", "return loss, dx * mask[:, :, None]"),
+    ),
 ]
 
 RNN_STEP_DICT = """\
@@ -675,6 +700,48 @@ def clip_grad_norm(grads, max_norm):
 
 EXPECTED_SURVIVORS: set[str] = set()
 
+# Review 54: one matrix product on [x, h] (Karpathy's min-char-rnn style).
+LSTM_STEP_STACKED_INPUT = '''\
+#| export
+def sigmoid(a):
+    """The logistic function, stable for any a."""
+    out = np.empty_like(a, dtype=float)
+    pos = a >= 0
+    out[pos] = 1 / (1 + np.exp(-a[pos]))
+    e = np.exp(a[~pos])
+    out[~pos] = e / (1 + e)
+    return out
+
+
+#| export
+def lstm_step_forward(x, prev_h, prev_c, Wx, Wh, b):
+    """One LSTM step, gates i, f, o, g, on the stacked input [x, prev_h]."""
+    xh = np.hstack([x, prev_h])
+    W = np.vstack([Wx, Wh])
+    a = xh @ W + b
+    H = prev_h.shape[1]
+    i, f, o = sigmoid(a[:, :H]), sigmoid(a[:, H : 2 * H]), sigmoid(a[:, 2 * H : 3 * H])
+    g = np.tanh(a[:, 3 * H :])
+    next_c = f * prev_c + i * g
+    next_h = o * np.tanh(next_c)
+    return next_h, next_c, {"xh": xh, "W": W, "D": x.shape[1], "gates": (i, f, o, g),
+                            "prev_c": prev_c, "next_c": next_c}
+
+
+#| export
+def lstm_step_backward(dnext_h, dnext_c, cache):
+    i, f, o, g = cache["gates"]
+    tanh_c = np.tanh(cache["next_c"])
+    do = dnext_h * tanh_c
+    dc = dnext_c + dnext_h * o * (1 - tanh_c**2)
+    di, df, dg = dc * g, dc * cache["prev_c"], dc * i
+    da = np.hstack([di * i * (1 - i), df * f * (1 - f), do * o * (1 - o), dg * (1 - g**2)])
+    dW = cache["xh"].T @ da
+    dxh = da @ cache["W"].T
+    D = cache["D"]
+    return dxh[:, :D], dxh[:, D:], dc * f, dW[:D], dW[D:], da.sum(axis=0)
+'''
+
 ALTERNATES = [
     Alternate("rnn step with a dict cache and cosh", {RS: RNN_STEP_DICT}),
     Alternate("rnn step with einsum", {RS: RNN_STEP_EINSUM}),
@@ -699,6 +766,9 @@ ALTERNATES = [
             "def predicted_gradient_scale(T1, T2):\n    return T2 * T1**-1\n"
         },
     ),
+    Alternate(
+        "lstm step on [x, h] stacked, one weight matrix [Wx; Wh]", {LS: LSTM_STEP_STACKED_INPUT}
+    ),
 ]
 
 # A wrong forward pass is named first, and the gradients computed from its cache blame it
@@ -712,6 +782,11 @@ FIRST_FAILURE = {
         "lstm_sequence": ("h for", FORWARD_BLAMED)
     },
     "lstm sequence: c0 = h0": {"lstm_sequence": ("h for", FORWARD_BLAMED)},
+    # Review 54: N times the reference, named (with N = 2 the classic factor said "a
+    # contribution counted twice? h instead of 2h?").
+    "loss: dx not divided by N": {
+        "temporal_softmax_loss": ("gradient dx", {"gradient dx": "is N times"})
+    },
 }
 
 # Code in another well-known convention: it loses points, and the report names it.

@@ -738,6 +738,17 @@ def probe_block(student, rng, out):
     record_large(out, rng, f"x of 2 by {T} by 32, F = 48, 4 heads, a causal mask", run)
 
 
+# A wrong forward pass (LN2 with LN1's gamma and beta, review 54) makes dx and every
+# gradient computed from its cache wrong too: then the likely mistake is the forward's, not
+# a backward pass that is right (dx is still listed first: its key sorts before "forward").
+BLOCK_FORWARD_FIRST = (
+    (
+        "forward",
+        "your block output for this case is off too: fix the forward pass first (the "
+        "gradients are computed from its cache).",
+    ),
+)
+
 BLOCK = register(
     Check(
         name="block",
@@ -760,6 +771,7 @@ BLOCK = register(
                 cap=WRONG_VALUE_CAP,
                 hint="dx = dh (the residual) + LN1's backward of what comes back through "
                 "attention; dh = dout + LN2's backward of the MLP's gradient.",
+                hint_unless=BLOCK_FORWARD_FIRST,
             ),
             "grad": Rule(
                 "gradient of",
@@ -775,6 +787,7 @@ BLOCK = register(
                     )
                     for name in ("W1", "b1")
                 ),
+                hint_unless=BLOCK_FORWARD_FIRST,
             ),
             "selfcheck": self_check_rule(
                 "gradients",

@@ -475,10 +475,30 @@ def probe_predictions(student, rng, out):
         lambda: np.array([student.predicted_receptive_field(n, k) for n, k in fields], float),
     )
     ratios = [(*_distinct(rng, 1, 8, 2), int(rng.integers(1, 3))) for _ in range(3)]
+    if all(stride == 1 for *_, stride in ratios):
+        # A stride of 2 in one setting at least: with every stride 1, HH * WW / stride (the
+        # stride counted along one axis) was right at all three, full marks on 1 seed in 8
+        # (review 54). Set without a draw: the other seeds' inputs stay as they were.
+        ratios[-1] = (*ratios[-1][:2], 2)
     out.record(
         "ratio:im2col to input",
         lambda: np.array([student.predicted_im2col_ratio(h, w, s) for h, w, s in ratios], float),
     )
+
+
+IM2COL_HINT = (
+    "each window is one column of HH * WW * C entries, and there is one window per output "
+    "pixel: about (H / stride) * (W / stride) of them, the stride dividing the rows and the "
+    "columns both."
+)
+
+
+def _im2col_factors(want):
+    """Rule.factors of the im2col ratio: HH * WW / stride (the stride counted along one axis)
+    is twice the reference where every drawn stride is 2, which the classic factor called "a
+    contribution counted twice? h instead of 2h?" (review 54). Named without the factor: one
+    number per setting, a factor would give the expected values away."""
+    return {2.0: ("is off at every setting, beyond the tolerance (5e-02)", IM2COL_HINT)}
 
 
 register(
@@ -503,8 +523,8 @@ register(
             "ratio": Rule(
                 "predicted im2col size",
                 rtol=0.05,
-                hint="each window is one column of HH * WW * C entries, and there is one "
-                "window per output pixel: about (H / stride) * (W / stride) of them.",
+                hint=IM2COL_HINT,
+                factors=_im2col_factors,
             ),
         },
     )

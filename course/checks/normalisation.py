@@ -806,7 +806,11 @@ register(
                 kind="below",
                 rtol=1e-12,
                 weight=2,
-                hint="dx = dout * mask / p, with the mask (and the 1 / p) of the forward pass.",
+                # Not "dout * mask / p": read with the cached mask that already holds the
+                # 1 / p (the reference's), it asked for the 1 / p twice (review 54).
+                hint="dx = dout times the forward pass's mask: its 0 or 1 per unit, scaled "
+                "by 1 / p exactly once (a cached mask that already holds the 1 / p is not "
+                "divided by p again).",
                 requires="run",
                 cap=WRONG_VALUE_CAP,
                 measure=_dx_through_mask,

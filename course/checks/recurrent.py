@@ -681,26 +681,46 @@ def _trusted_temporal_loss(x, y, mask) -> None:
     float(-np.sum(picked * mask) / len(x))
 
 
+def _batch_factors(want) -> dict[float, tuple[str, str]]:
+    """Rule.factors of temporal_softmax_loss's dx: N times the reference (N, its first axis,
+    known from the shapes), dx not divided by N as the loss is. With N = 2 the classic factor
+    called it "a contribution counted twice? h instead of 2h?" (review 54)."""
+    N = float(np.shape(want)[0]) if np.ndim(want) else 1.0
+    if N == 1:
+        return {}
+    return {
+        N: (
+            "is N times the expected value (N, the batch: x's first axis)",
+            "the loss is divided by N, so dx is too: dx = (softmax - one_hot(y)) * mask / N.",
+        )
+    }
+
+
+TEMPORAL_LOSS_RULES = with_large(
+    layer_rules(
+        "temporal softmax",
+        {
+            "out": "the softmax loss of each step where mask is true, summed over time "
+            "and divided by N (not by the number of unmasked steps, as PyTorch's "
+            "CrossEntropyLoss does); subtract each row's largest score first.",
+            "grad": "dx = (softmax - one_hot(y)) * mask / N; padding steps get 0.",
+        },
+        {"out": "loss"},
+        by_hand=False,
+    ),
+    ("grad", "selfcheck"),
+)
+TEMPORAL_LOSS_RULES["grad"] = dataclasses.replace(
+    TEMPORAL_LOSS_RULES["grad"], factors=_batch_factors
+)
+
 register(
     Check(
         name="temporal_softmax_loss",
         notebook=NOTEBOOK,
         points=2,
         probe=probe_temporal_softmax_loss,
-        rules=with_large(
-            layer_rules(
-                "temporal softmax",
-                {
-                    "out": "the softmax loss of each step where mask is true, summed over time "
-                    "and divided by N (not by the number of unmasked steps, as PyTorch's "
-                    "CrossEntropyLoss does); subtract each row's largest score first.",
-                    "grad": "dx = (softmax - one_hot(y)) * mask / N; padding steps get 0.",
-                },
-                {"out": "loss"},
-                by_hand=False,
-            ),
-            ("grad", "selfcheck"),
-        ),
+        rules=TEMPORAL_LOSS_RULES,
     )
 )
 
