@@ -329,14 +329,17 @@ def _placeholder(name: str, assignment: str, why: str, is_class: bool = False):
 #
 # A cell that raises stops JupyterLab's Run All. While code this notebook carries is
 # missing, every experiment that runs through it would stop there, and nothing after it
-# would run. So once a placeholder is handed out in an IPython kernel, each later cell is
-# run inside a guard (an AST transformer): CarriedCodeMissing, and any error of a cell that
-# read what a cell stopped by it left unmade or half made, is printed on stderr in one
-# line instead of raised, as a "check it" cell does (course.notebook.check_it). Any other
-# error is raised as before, with its own traceback; grade cells (they import
-# course.grading) are never guarded.
+# would run; so would every cell that runs an exercise of this notebook not written yet.
+# So each cell is run inside a guard (an AST transformer, installed when course.notebook is
+# imported, and when a placeholder is handed out): CarriedCodeMissing, a released stub's
+# NotImplementedError, and any error of a cell that read what a cell stopped by them left
+# unmade or half made, is printed on stderr in one line instead of raised, as a "check it"
+# cell does (course.notebook.check_it). Any other error is raised as before, with its own
+# traceback; grade cells (they import course.grading) are never guarded.
 
 _GUARD_CALL = "__import__('course.carry').carry"
+# What a released stub raises (course.authoring.stubs.stub_message).
+_STUB_MESSAGE = re.compile(r"(?:[^:]+: )?write ")
 _undefined_because: dict[str, str] = {}  # name -> the missing code that kept it undefined
 
 
@@ -348,8 +351,10 @@ def _reported(error: BaseException, assigned: list[str], read: list[str]) -> boo
     """Report `error` on stderr if missing earlier code explains it; else say it was not
     (the cell re-raises it, with its own traceback).
 
-    It does when it is CarriedCodeMissing, or when the cell, or a function it called, read
-    a name that a cell stopped by it left undefined or half made (an empty dict of curves).
+    It does when it is CarriedCodeMissing, or a released stub's NotImplementedError (an
+    exercise of this notebook not written yet: walk 53 saw 01 and 08 stop there), or when
+    the cell, or a function it called, read a name that a cell stopped by one of them left
+    undefined or half made (an empty dict of curves).
     """
     frames = traceback.walk_tb(error.__traceback__)
     used = set(read).union(*(frame.f_code.co_names for frame, _ in frames))
@@ -357,6 +362,8 @@ def _reported(error: BaseException, assigned: list[str], read: list[str]) -> boo
         cause = why = str(error)
         if why.startswith("`") and " was never made, since " in why:  # an _Unmade's
             cause = why.split(" was never made, since its cell stopped: ", 1)[-1]
+    elif isinstance(error, NotImplementedError) and _STUB_MESSAGE.match(str(error)):
+        cause = why = f"not written yet: {error}"
     elif names := sorted(used & set(_undefined_because)):
         cause = _undefined_because[names[0]]
         why = f"{type(error).__name__}: {error}, after an earlier cell it needs stopped: {cause}"

@@ -225,6 +225,10 @@ def _watch_cells() -> None:
     if note_cell not in shell.events.callbacks["post_run_cell"]:
         shell.events.register("post_run_cell", note_cell)
         shell.set_custom_exc((NameError,), explain_name_error)
+    # Run All goes on past an exercise not written yet (course.carry, "Run All goes on").
+    from course.carry import _guard_run_all
+
+    _guard_run_all()
 
 
 _watch_cells()

@@ -41,16 +41,17 @@ def solved(assignment: str) -> nbformat.NotebookNode:
     return fill(release, solution_sources(nbformat.read(notebook("source", assignment), 4)))
 
 
-def workspace(root: Path, target: str, earlier_solved: bool) -> Path:
-    """A course folder whose work/ holds `target` answered with the solutions, and each
-    earlier assignment blank (as released) or answered. Returns the target's notebook."""
+def workspace(root: Path, target: str, earlier_solved: bool, target_solved: bool = True) -> Path:
+    """A course folder whose work/ holds `target` answered with the solutions (or as
+    released), and each earlier assignment blank (as released) or answered. Returns the
+    target's notebook."""
     for assignment in RELEASED:
         if assignment > target:
             break
         folder = root / "work" / assignment
         folder.mkdir(parents=True)
         path = folder / notebook("release", assignment).name
-        if assignment == target or earlier_solved:
+        if (assignment == target and target_solved) or (assignment < target and earlier_solved):
             nbformat.write(solved(assignment), path)
         else:
             shutil.copy(notebook("release", assignment), path)
@@ -96,6 +97,19 @@ def test_run_all_reaches_the_last_cell_when_earlier_assignments_are_blank(
     nb = run_all(path)
     assert "not written yet" in stderr_of(nb)  # cells that need the missing code say so
     assert_every_widget_created(nb)
+
+
+# Walk 53 (findings 6 and 14): 01 stopped at the first cell that ran an exercise not
+# written yet, 08 at its training cell; a fresh release, everything before it blank too,
+# runs to its last cell: each such cell says "not written yet" in one line.
+@pytest.mark.slow
+@pytest.mark.parametrize("target", RELEASED)
+def test_run_all_reaches_the_last_cell_of_a_fresh_release(target, tmp_path, monkeypatch):
+    path = workspace(tmp_path, target, earlier_solved=False, target_solved=False)
+    monkeypatch.setenv("COURSE_ROOT", str(tmp_path))
+    nb = run_all(path)
+    assert "This cell stopped: not written yet: " in stderr_of(nb)
+    assert "Traceback" not in stderr_of(nb)
 
 
 # Solved, each notebook is test_notebooks.py's full run again by another path (my_*.py):
