@@ -633,7 +633,7 @@ def _speed_ratio(got, want) -> float:
 def _speed_probe(loops, clock):
     """The speed check's probe, with the yardstick and the clock it times bound now (when
     the module is imported), not looked up by name at timing time: a student cell that
-    rebinds `loop_conv_pair` or `time.perf_counter` later changes nothing here.
+    rebinds `loop_conv_pair` or `time.process_time` later changes nothing here.
 
     In a grading run (the grader set this check's seed) the kernel times nothing that
     counts: it runs the fast pair TIMED_RUNS times on fresh inputs, and records a digest of
@@ -711,7 +711,12 @@ def fast_pair_shapes():
     )
 
 
-probe_conv_fast_speed = _speed_probe(loop_conv_pair, time.perf_counter)
+# Where no grader times the cell (judged in one process: the mutation tests, a learner's
+# own run of the hidden check), the loops and the pair are timed in CPU seconds of this
+# process: the machine's other work does not count against either (issue 55: a ci run
+# beside other load gave a correct alternate 0.66 of the speed's 2 points by the wall
+# clock).
+probe_conv_fast_speed = _speed_probe(loop_conv_pair, time.process_time)
 
 # Every fast pair a graded speed cell runs: the checked one and the timed ones.
 TIMED_RUNS = 1 + SPEED_ROUNDS * FAST_RUNS
