@@ -11,7 +11,9 @@ plain attribute the student's code can read and write:
   centred differences are about 1e-9 off; this one is exact). No numerical gradient is
   ever computed: one or two loss calls per model instead of 2 * (number of parameters)
   + 1, and 3 of 3 points. Reading `model.wrong` (right = planted - wrong), or the probe's
-  own `net` from the call stack, does the same.
+  own `net` from the call stack, does the same; so does a backward pass written by hand for
+  the grader's one model (a tanh network, `params` W1 b1 W2 b2, `reg`), which needs no
+  `wrong` at all: the function checks no other model, and earns 3 of 3.
 - A function that does nothing earns points: gradient_check_model returning 0.0 for every
   parameter (or any constant, even -1e300) keeps the parameters as given, the `params`
   sub-check's weight (0.5 of 1.5 per model), so 1 of 3 points; activation_stats returning
@@ -70,6 +72,28 @@ def gradient_check_model(model, X, y, h=1e-5):
             for k in model.params}
 '''
 
+# Neither `wrong` nor the call stack: the grader's model is a tanh network whose loss is
+# softmax cross-entropy plus 0.5 * reg * |W|^2 (its `params` keys and `reg` say which); its
+# right gradients by a backward pass written for that one model, no differences. A hidden
+# `wrong` would not stop this one.
+OWN_BACKPROP = '''
+def gradient_check_model(model, X, y, h=1e-5):
+    _, grads = model.loss(X, y)
+    P, reg = model.params, float(getattr(model, "reg", 0.0))
+    hidden = np.tanh(X @ P["W1"] + P["b1"])
+    scores = hidden @ P["W2"] + P["b2"]
+    probs = np.exp(scores - scores.max(axis=1, keepdims=True))
+    probs /= probs.sum(axis=1, keepdims=True)
+    N = len(X)
+    dscores = probs.copy()
+    dscores[np.arange(N), y] -= 1
+    dscores /= N
+    dz = (dscores @ P["W2"].T) * (1 - hidden**2)
+    right = {"W1": X.T @ dz + reg * P["W1"], "b1": dz.sum(0),
+             "W2": hidden.T @ dscores + reg * P["W2"], "b2": dscores.sum(0)}
+    return {k: rel_error(grads[k], right[k]) for k in P}
+'''
+
 # Nothing computed at all.
 ZERO_ERRORS = '''
 def gradient_check_model(model, X, y, h=1e-5):
@@ -85,6 +109,7 @@ ATTACKS = {
     "clear_wrong": ("gradient_check_solution", CLEAR_WRONG, "gradient_check_model"),
     "read_wrong": ("gradient_check_solution", READ_WRONG, "gradient_check_model"),
     "stack_wrong": ("gradient_check_solution", STACK_WRONG, "gradient_check_model"),
+    "own_backprop": ("gradient_check_solution", OWN_BACKPROP, "gradient_check_model"),
     "zero_errors": ("gradient_check_solution", ZERO_ERRORS, "gradient_check_model"),
     "constant_stats": ("activation_stats_solution", CONSTANT_STATS, "activation_stats"),
 }
@@ -129,6 +154,15 @@ def test_gradient_check_earns_nothing_from_the_probes_model_on_the_stack():
 
 @pytest.mark.xfail(
     strict=True,
+    reason="round 16: gradient_check_model compares against a backward pass written for "
+    "the grader's one model (tanh net, softmax, reg from model.reg), no differences: 3/3",
+)
+def test_gradient_check_earns_nothing_from_a_backward_pass_of_the_graders_model():
+    assert _judge(*ATTACKS["own_backprop"]) == 0.0
+
+
+@pytest.mark.xfail(
+    strict=True,
     reason="round 16: gradient_check_model returning 0.0 for every parameter, nothing "
     "computed, keeps the params sub-check: 1/3",
 )
@@ -157,6 +191,7 @@ def test_the_reference_keeps_its_points():
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
+    raises=AssertionError,
     reason="round 16: graded for real (secret seeds, real kernel), the planted errors "
     "read or switched off earn gradient_check_model's 3/3, a do-nothing check 1/3, "
     "constant activation stats 0.25/2",
@@ -169,10 +204,11 @@ def test_instrument_attacks_graded_for_real_earn_nothing(tmp_path):
     for name, (cell, code, _) in ATTACKS.items():
         batch.submit(name.replace("_", ""), batch.answered({cell: code}, trim=True))
     done = batch.course_grade()
-    assert done.returncode in (0, 1), done.stdout + done.stderr
+    if done.returncode not in (0, 1):
+        pytest.fail(done.stdout + done.stderr)  # not an AssertionError: not the xfail's
     scores = batch.scores()
-    # The control holds (outside the xfail's reach, an error here would fail strictly too).
-    assert scores["honest"] == batch.max_scores(), scores["honest"]
+    if scores["honest"] != batch.max_scores():  # the control, outside the xfail's reach
+        pytest.fail(f"the reference lost points: {scores['honest']}")
     forged = {
         name: scores[name.replace("_", "")][check] for name, (_, _, check) in ATTACKS.items()
     }
