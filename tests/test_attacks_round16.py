@@ -35,7 +35,7 @@ from course.authoring.variants import source_notebook
 ASSIGNMENT, NOTEBOOK = "09_leaks", "leaks"
 
 # One loss call with the planted errors switched off: the right gradients, no differences.
-CLEAR_WRONG = '''
+CLEAR_WRONG = """
 def gradient_check_model(model, X, y, h=1e-5):
     _, grads = model.loss(X, y)
     saved = model.wrong
@@ -45,19 +45,19 @@ def gradient_check_model(model, X, y, h=1e-5):
     finally:
         model.wrong = saved
     return {k: rel_error(grads[k], right[k]) for k in model.params}
-'''
+"""
 
 # The planted errors read, not switched off: right = planted - wrong.
-READ_WRONG = '''
+READ_WRONG = """
 def gradient_check_model(model, X, y, h=1e-5):
     _, grads = model.loss(X, y)
     wrong = getattr(model, "wrong", {})
     return {k: rel_error(grads[k], grads[k] - wrong[k]) if k in wrong else 0.0
             for k in model.params}
-'''
+"""
 
 # The probe's own model, found on the call stack (any object passed in could be a proxy).
-STACK_WRONG = '''
+STACK_WRONG = """
 import sys as _sys
 
 
@@ -70,13 +70,13 @@ def gradient_check_model(model, X, y, h=1e-5):
         frame = frame.f_back
     return {k: rel_error(grads[k], grads[k] - wrong[k]) if k in wrong else 0.0
             for k in model.params}
-'''
+"""
 
 # Neither `wrong` nor the call stack: the grader's model is a tanh network whose loss is
 # softmax cross-entropy plus 0.5 * reg * |W|^2 (its `params` keys and `reg` say which); its
 # right gradients by a backward pass written for that one model, no differences. A hidden
 # `wrong` would not stop this one.
-OWN_BACKPROP = '''
+OWN_BACKPROP = """
 def gradient_check_model(model, X, y, h=1e-5):
     _, grads = model.loss(X, y)
     P, reg = model.params, float(getattr(model, "reg", 0.0))
@@ -92,18 +92,18 @@ def gradient_check_model(model, X, y, h=1e-5):
     right = {"W1": X.T @ dz + reg * P["W1"], "b1": dz.sum(0),
              "W2": hidden.T @ dscores + reg * P["W2"], "b2": dscores.sum(0)}
     return {k: rel_error(grads[k], right[k]) for k in P}
-'''
+"""
 
 # Nothing computed at all.
-ZERO_ERRORS = '''
+ZERO_ERRORS = """
 def gradient_check_model(model, X, y, h=1e-5):
     return {k: 0.0 for k in model.params}
-'''
+"""
 
-CONSTANT_STATS = '''
+CONSTANT_STATS = """
 def activation_stats(a):
     return {"mean": 0.0, "std": 0.0, "dead": 0.0, "saturated": 0.0}
-'''
+"""
 
 ATTACKS = {
     "clear_wrong": ("gradient_check_solution", CLEAR_WRONG, "gradient_check_model"),
@@ -193,7 +193,8 @@ def test_the_reference_keeps_its_points():
     strict=True,
     raises=AssertionError,
     reason="round 16: graded for real (secret seeds, real kernel), the planted errors "
-    "read or switched off earn gradient_check_model's 3/3, a do-nothing check 1/3, "
+    "read or switched off, or a backward pass of the grader's model, earn "
+    "gradient_check_model's 3/3, a do-nothing check 1/3, "
     "constant activation stats 0.25/2",
 )
 def test_instrument_attacks_graded_for_real_earn_nothing(tmp_path):
@@ -209,7 +210,5 @@ def test_instrument_attacks_graded_for_real_earn_nothing(tmp_path):
     scores = batch.scores()
     if scores["honest"] != batch.max_scores():  # the control, outside the xfail's reach
         pytest.fail(f"the reference lost points: {scores['honest']}")
-    forged = {
-        name: scores[name.replace("_", "")][check] for name, (_, _, check) in ATTACKS.items()
-    }
+    forged = {name: scores[name.replace("_", "")][check] for name, (_, _, check) in ATTACKS.items()}
     assert all(points == 0.0 for points in forged.values()), forged
