@@ -20,6 +20,15 @@ plain attribute the student's code can read and write:
   a constant 0.0 for every statistic earns the tanh case's `dead` (its share of dead units
   is always 0, a tanh never outputs 0 in a whole column): 1 of 8 sub-checks, 0.25 of 2.
 
+Fixed (all of them now earn nothing): each wrong gradient is planted in the loss, a term
+sum(a * sin(b * p)) in `model.hidden` that the gradients leave out, not in a gradient.
+Switching the term off (below, `model.hidden` emptied) changes no gradient, and a backward
+pass written for the grader's model agrees with its gradients: the agreement is never the
+disagreement that centred differences of the loss find. Reading the term and
+differentiating it by hand is the README's "Not protected" reading of the grader's code.
+The params sub-check is worth nothing alone, and both cases of the activation statistics
+have dead units (tanh(0) = 0 where a unit's weights are all 0).
+
 Each is judged in-process (course.authoring.classroom.judge_in_process, the grader's own
 probe and judge on the committed public inputs); the slow test grades them for real
 (`course grade`, secret seeds, the real kernel) beside the reference.
@@ -38,12 +47,12 @@ ASSIGNMENT, NOTEBOOK = "09_leaks", "leaks"
 CLEAR_WRONG = """
 def gradient_check_model(model, X, y, h=1e-5):
     _, grads = model.loss(X, y)
-    saved = model.wrong
-    model.wrong = {}
+    saved = model.hidden
+    model.hidden = {}
     try:
         right = model.loss(X, y)[1]
     finally:
-        model.wrong = saved
+        model.hidden = saved
     return {k: rel_error(grads[k], right[k]) for k in model.params}
 """
 
@@ -125,56 +134,26 @@ def _judge(cell: str, code: str, check: str) -> float:
     return judge_in_process(nb, {**solution_sources(nb), cell: code}, only={check})[check]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="round 16: gradient_check_model switches off the planted model.wrong for one "
-    "loss call and compares against those right gradients, no differences: 3/3",
-)
 def test_gradient_check_earns_nothing_by_switching_off_the_planted_errors():
     assert _judge(*ATTACKS["clear_wrong"]) == 0.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="round 16: gradient_check_model reads the planted model.wrong (right = "
-    "planted - wrong), no differences: 3/3",
-)
 def test_gradient_check_earns_nothing_by_reading_the_planted_errors():
     assert _judge(*ATTACKS["read_wrong"]) == 0.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="round 16: gradient_check_model reads the probe's `net.wrong` from the call "
-    "stack, no differences: 3/3",
-)
 def test_gradient_check_earns_nothing_from_the_probes_model_on_the_stack():
     assert _judge(*ATTACKS["stack_wrong"]) == 0.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="round 16: gradient_check_model compares against a backward pass written for "
-    "the grader's one model (tanh net, softmax, reg from model.reg), no differences: 3/3",
-)
 def test_gradient_check_earns_nothing_from_a_backward_pass_of_the_graders_model():
     assert _judge(*ATTACKS["own_backprop"]) == 0.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="round 16: gradient_check_model returning 0.0 for every parameter, nothing "
-    "computed, keeps the params sub-check: 1/3",
-)
 def test_gradient_check_that_computes_nothing_earns_nothing():
     assert _judge(*ATTACKS["zero_errors"]) == 0.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="round 16: activation_stats returning constant 0.0 earns the tanh case's "
-    "`dead` sub-check: 0.25/2",
-)
 def test_constant_activation_stats_earn_nothing():
     assert _judge(*ATTACKS["constant_stats"]) == 0.0
 
@@ -189,14 +168,6 @@ def test_the_reference_keeps_its_points():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="round 16: graded for real (secret seeds, real kernel), the planted errors "
-    "read or switched off, or a backward pass of the grader's model, earn "
-    "gradient_check_model's 3/3, a do-nothing check 1/3, "
-    "constant activation stats 0.25/2",
-)
 def test_instrument_attacks_graded_for_real_earn_nothing(tmp_path):
     from tests.harness import Batch
 
@@ -206,9 +177,9 @@ def test_instrument_attacks_graded_for_real_earn_nothing(tmp_path):
         batch.submit(name.replace("_", ""), batch.answered({cell: code}, trim=True))
     done = batch.course_grade()
     if done.returncode not in (0, 1):
-        pytest.fail(done.stdout + done.stderr)  # not an AssertionError: not the xfail's
+        pytest.fail(done.stdout + done.stderr)  # the grading itself failed
     scores = batch.scores()
-    if scores["honest"] != batch.max_scores():  # the control, outside the xfail's reach
+    if scores["honest"] != batch.max_scores():  # the control
         pytest.fail(f"the reference lost points: {scores['honest']}")
     forged = {name: scores[name.replace("_", "")][check] for name, (_, _, check) in ATTACKS.items()}
     assert all(points == 0.0 for points in forged.values()), forged

@@ -42,13 +42,17 @@ class _Net:
     `.loss(X, y=None)` as the course's networks (API.md 03): scores without y. With y and
     `train_noise`, the forward pass multiplies the hidden layer by a fixed mask scaled to
     keep its mean (dropout's training mode, without the randomness: a value the grader can
-    reproduce). `wrong`: {parameter: array added to its gradient}, a bug planted for the
-    gradient check."""
+    reproduce). `hidden`: {parameter: (a, b)}, a bug planted for the gradient check: the
+    loss has a term sum(a * sin(b * p)) that the gradients leave out. Planted in the loss,
+    not added to a gradient (round 16): switching it off, or reading it, then gives back
+    gradients that agree with the loss, never the disagreement a centred difference finds;
+    only a derivative of the term, read from the grader's code, does (README, "Not
+    protected")."""
 
-    def __init__(self, params, reg=0.0, wrong=None, train_mask=None):
+    def __init__(self, params, reg=0.0, hidden=None, train_mask=None):
         self.params = params
         self.reg = reg
-        self.wrong = wrong or {}
+        self.hidden = hidden or {}
         self.train_mask = train_mask
 
     def loss(self, X, y=None):
@@ -63,6 +67,8 @@ class _Net:
         log_p = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
         N = len(X)
         loss = -log_p[np.arange(N), y].mean() + 0.5 * self.reg * (np.sum(W1**2) + np.sum(W2**2))
+        for name, (a, b) in self.hidden.items():
+            loss = loss + np.sum(a * np.sin(b * self.params[name]))
         dscores = np.exp(log_p)
         dscores[np.arange(N), y] -= 1
         dscores /= N
@@ -76,8 +82,6 @@ class _Net:
             "W2": hidden.T @ dscores + self.reg * W2,
             "b2": dscores.sum(axis=0),
         }
-        for name, error in self.wrong.items():
-            grads[name] = grads[name] + error
         return loss, grads
 
 
@@ -134,7 +138,7 @@ register(
 
 def gradient_check_cases(rng) -> list[tuple[str, dict, dict, np.ndarray, np.ndarray]]:
     """Two models, each with one or two of its four gradients wrong (which ones, and by
-    how much, from the seed): (label, params, wrong, X, y). Drawn again until every
+    how much, from the seed): (label, params, hidden, X, y). Drawn again until every
     gradient entry is at least 1e-3 in size, so that the centred differences' rounding
     (about 1e-11) stays far below any relative error a rule looks at."""
     cases = []
@@ -145,13 +149,17 @@ def gradient_check_cases(rng) -> list[tuple[str, dict, dict, np.ndarray, np.ndar
         for _ in range(1000):
             params, (X, y) = _params(rng, D, H, C), _data(rng, N, D, C)
             names = sorted(rng.choice(sorted(params), size=count, replace=False).tolist())
-            wrong = {
-                n: rng.uniform(0.01, 0.2) * rng.standard_normal(params[n].shape) for n in names
+            hidden = {
+                n: (
+                    rng.uniform(0.01, 0.2) * rng.standard_normal(params[n].shape),
+                    rng.uniform(0.5, 2.0, params[n].shape),
+                )
+                for n in names
             }
             grads = _Net(params, 0.1).loss(X, y)[1]
             if min(float(np.abs(g).min()) for g in grads.values()) > 1e-3:
                 break
-        cases.append((label, params, wrong, X, y))
+        cases.append((label, params, hidden, X, y))
     return cases
 
 
@@ -159,8 +167,8 @@ def probe_gradient_check(student, rng, out):
     """The learner's rel_error per parameter on each model, the parameters right before
     and right after the call (the check must put back every value exactly), and which
     parameters it reported on."""
-    for label, params, wrong, X, y in gradient_check_cases(rng):
-        net = _Net({k: v.copy() for k, v in params.items()}, 0.1, wrong)
+    for label, params, hidden, X, y in gradient_check_cases(rng):
+        net = _Net({k: v.copy() for k, v in params.items()}, 0.1, hidden)
         names = sorted(params)
 
         def compute(net=net, X=X, y=y, names=names):
@@ -186,7 +194,7 @@ def _planted(got, want):
     for g, w in zip(got, want, strict=True):
         if w > 1e-4 and abs(g - w) > 1e-6 * w:
             return "a wrong gradient's relative error is not the reference's"
-        if w <= 1e-4 and not g < 1e-7:
+        if w <= 1e-4 and not 0 <= g < 1e-7:
             return "a right gradient is reported with a relative error above 1e-7"
     return True
 
@@ -217,7 +225,7 @@ register(
                 "the model's parameters after the check, on",
                 kind="true",
                 measure=left_as_given,
-                weight=0.5,
+                weight=0,  # worth nothing alone (round 16: all zeros earned 1 of 3)
                 hint="the check left the parameters changed: put each nudged value back "
                 "exactly (save it first; p += h then p -= h leaves rounding residue).",
             ),
@@ -300,6 +308,9 @@ def probe_activation_stats(student, rng, out):
     relu[:, almost] = 0.0
     relu[int(rng.integers(N)), almost] = rng.uniform(0.5, 2.0)  # alive, by one row
     tanh = np.tanh(rng.uniform(0.5, 4.0) * rng.standard_normal((N + 3, H - 1)))
+    # Units whose input weights are all 0 output tanh(0) = 0 exactly: dead here too, so that
+    # no statistic of either case is 0 (round 16: constant zeros earned a sub-check).
+    tanh[:, rng.choice(H - 1, size=2, replace=False)] = 0.0
     for label, a in (("ReLU outputs with dead units", relu), ("saturated tanh outputs", tanh)):
 
         def compute(a=a):
