@@ -8,8 +8,69 @@ ASSIGNMENT, NOTEBOOK = "09_leaks", "leaks"
 INITIAL, GRADCHECK = "initial_loss_solution", "gradient_check_solution"
 RATIOS, STATS = "update_ratios_solution", "activation_stats_solution"
 OVERFIT, DATASET = "overfit_solution", "dataset_loss_solution"
+IMPROVEMENT = "improvement_solution"
 
 MUTANTS = [
+    # mean_interval, paired_interval, improvement_is_real
+    wrong(
+        "interval: the population standard deviation (ddof=0)",
+        IMPROVEMENT,
+        {"improvement_real"},
+        ("values.std(ddof=1)", "values.std()"),
+    ),
+    wrong(
+        "interval: the normal's 1.96 for a few seeds",
+        IMPROVEMENT,
+        {"improvement_real"},
+        ("t_quantile((1 + confidence) / 2, n - 1)", "1.96"),
+    ),
+    wrong(
+        "interval: n degrees of freedom",
+        IMPROVEMENT,
+        {"improvement_real"},
+        ("t_quantile((1 + confidence) / 2, n - 1)", "t_quantile((1 + confidence) / 2, n)"),
+    ),
+    wrong(
+        "paired interval: unpaired (the difference of the means, the spreads added)",
+        IMPROVEMENT,
+        {"improvement_real"},
+        (
+            "    return mean_interval(differences, confidence)",
+            "    low_a, high_a = mean_interval(a, confidence)\n"
+            "    low_b, high_b = mean_interval(b, confidence)\n"
+            "    middle = (low_a + high_a) / 2 - (low_b + high_b) / 2\n"
+            "    half = (high_a - low_a) / 2 + (high_b - low_b) / 2\n"
+            "    return middle - half, middle + half",
+        ),
+    ),
+    m(
+        "decision: the intervals of A and B must not overlap",
+        IMPROVEMENT,
+        {"improvement_real"},
+        (
+            "    low, _ = paired_interval(a, b, confidence)\n    return bool(low > 0)",
+            "    _, high_b = mean_interval(b, confidence)\n"
+            "    low_a, _ = mean_interval(a, confidence)\n    return bool(high_b < low_a)",
+        ),
+    ),
+    m(
+        "decision: the mean difference alone",
+        IMPROVEMENT,
+        {"improvement_real"},
+        (
+            "    low, _ = paired_interval(a, b, confidence)\n    return bool(low > 0)",
+            "    return bool(np.mean(a) > np.mean(b))",
+        ),
+    ),
+    m(
+        "decision: the wrong way round",
+        IMPROVEMENT,
+        {"improvement_real"},
+        (
+            "    low, _ = paired_interval(a, b, confidence)\n    return bool(low > 0)",
+            "    _, high = paired_interval(a, b, confidence)\n    return bool(high < 0)",
+        ),
+    ),
     # expected_initial_loss
     m(
         "initial loss: log10",
@@ -352,7 +413,46 @@ def dataset_loss(model, X, y, batch_size):
     return total / len(X)
 '''
 
+IMPROVEMENT_LOOP = """\
+import math
+
+
+def mean_interval(values, confidence=0.95):
+    n = len(values)
+    mean = sum(values) / n
+    s = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    half = t_quantile(0.5 + confidence / 2, n - 1) * s / math.sqrt(n)
+    return mean - half, mean + half
+
+
+def paired_interval(a, b, confidence=0.95):
+    return mean_interval([x - y for x, y in zip(a, b)], confidence)
+
+
+def improvement_is_real(a, b, confidence=0.95):
+    return paired_interval(a, b, confidence)[0] > 0
+"""
+
+IMPROVEMENT_NUMPY = """\
+def mean_interval(values, confidence=0.95):
+    v = np.array(values, dtype=float)
+    se = np.sqrt(np.var(v, ddof=1) / v.size)
+    t = t_quantile(1 - (1 - confidence) / 2, v.size - 1)
+    return (v.mean() - t * se, v.mean() + t * se)
+
+
+def paired_interval(a, b, confidence=0.95):
+    return mean_interval(np.subtract(a, b), confidence)
+
+
+def improvement_is_real(a, b, confidence=0.95):
+    low, high = paired_interval(b, a, confidence)  # b - a: B better when it is all below 0
+    return bool(high < 0)
+"""
+
 ALTERNATES = [
+    Alternate("intervals with loops and math", {IMPROVEMENT: IMPROVEMENT_LOOP}),
+    Alternate("intervals with np.var and b - a", {IMPROVEMENT: IMPROVEMENT_NUMPY}),
     Alternate(
         "initial loss: -log of 1/C",
         {
@@ -412,4 +512,7 @@ GRADED_FUNCTIONS = {
     "activation_stats": {STATS},
     "overfit_small_batch": {OVERFIT},
     "dataset_loss": {DATASET},
+    "mean_interval": {IMPROVEMENT},
+    "paired_interval": {IMPROVEMENT},
+    "improvement_is_real": {IMPROVEMENT},
 }

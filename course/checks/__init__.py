@@ -115,6 +115,7 @@ INDEX = {
         "activation_stats",
         "overfit_small_batch",
         "dataset_loss",
+        "improvement_real",
     ),
 }
 _MODULE_OF = {name: module for module, names in INDEX.items() for name in names}

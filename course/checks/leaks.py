@@ -22,15 +22,18 @@ ASSIGNMENT = Assignment(
     builds=(
         "the instruments of a practitioner: the loss at initialisation against ln C, a "
         "gradient check of a whole model, update-to-weight ratios, activation statistics "
-        "per layer, a tiny-subset overfit, the loss of a whole dataset in batches, used on "
-        "your 04 network"
+        "per layer, a tiny-subset overfit, the loss of a whole dataset in batches, t "
+        "intervals over seeds, paired, to decide whether an improvement is real; used on your "
+        "04 network"
     ),
     leak=(
         "every part built in 01-08 leaks into the loss of a whole run; the instruments say "
         "which: a start far from ln C is the initialisation's scale, a dead or saturated "
         "layer the activation's, an update ratio far from 1e-3 the learning rate's, a model "
         "that cannot overfit 20 examples a bug, a gap between train and validation loss "
-        "over-fitting, and an evaluation in training mode or a mean of batch means a lie"
+        "over-fitting, an evaluation in training mode or a mean of batch means a lie, and "
+        "a difference of a percent between runs a claim until a paired interval over seeds "
+        "excludes 0"
     ),
 )
 NOTEBOOK = ASSIGNMENT.key
@@ -452,6 +455,84 @@ register(
                 measure=left_as_given,
                 weight=0,
                 hint="the function changed X, y or the model's parameters: evaluate only.",
+            ),
+        },
+    )
+)
+
+
+# ---------------------------------------------------------------- is this improvement real?
+
+
+def improvement_cases(rng) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """{label: (a, b)}: the losses of regimens A and B, one per seed, paired by seed. Each
+    case's decision is far from the interval's edge (never a coin toss at rounding), and
+    the cases tell apart a decision by the mean alone, by unpaired intervals, or the
+    wrong way round."""
+    cases = {}
+    for label, n in (
+        ("B clearly better", int(rng.integers(5, 9))),
+        ("a difference within the seeds' noise", int(rng.integers(6, 11))),
+        ("B better on every seed, by less than the seeds differ", int(rng.integers(5, 9))),
+        ("B worse", int(rng.integers(4, 8))),
+    ):
+        a = rng.uniform(0.3, 0.6) + rng.uniform(0.05, 0.1) * rng.standard_normal(n)
+        noise = rng.standard_normal(n)
+        noise = (noise - noise.mean()) / noise.std(ddof=1)  # mean 0, sample std 1 exactly
+        if label == "B clearly better":
+            d = 0.05 + 0.01 * noise  # a - b
+        elif label.startswith("a difference"):
+            d = 0.01 * noise + 0.2 * 0.01 / np.sqrt(n)  # mean above 0, interval across it
+        elif label.startswith("B better on every"):
+            d = 0.015 * a.mean() + 0.001 * noise
+        else:
+            d = -0.05 + 0.01 * noise
+        cases[label] = (a, a - d)
+    return cases
+
+
+def probe_improvement(student, rng, out):
+    """The learner's interval of each regimen's mean, of the paired differences, and the
+    decision, on each case."""
+    for label, (a, b) in improvement_cases(rng).items():
+
+        def compute(a=a, b=b):
+            a_in, b_in = copies(a, b)
+            intervals = [
+                student.mean_interval(a_in.copy()),
+                student.mean_interval(b_in.copy()),
+                student.paired_interval(a_in.copy(), b_in.copy()),
+            ]
+            decision = student.improvement_is_real(a_in.copy(), b_in.copy())
+            if not isinstance(decision, bool | np.bool_):
+                raise TypeError(f"improvement_is_real returned {type(decision).__name__}")
+            return [np.array(intervals, dtype=np.float64), np.float64(bool(decision))]
+
+        out.record([f"intervals:{label}", f"decision:{label}"], compute)
+
+
+register(
+    Check(
+        name="improvement_real",
+        notebook=NOTEBOOK,
+        points=3,
+        probe=probe_improvement,
+        rules={
+            "intervals": Rule(
+                "intervals (A's mean, B's mean, the paired difference) for",
+                rtol=1e-9,
+                cap=0.5,
+                hint="mean +- t * s / sqrt(n), with s the sample standard deviation "
+                "(ddof=1), t = t_quantile((1 + confidence) / 2, n - 1) (not 1.96: a few "
+                "seeds have fatter tails), and for the pair the same interval of a - b, "
+                "seed by seed.",
+            ),
+            "decision": Rule(
+                "decision, B better than A, for",
+                rtol=0,
+                hint="B is better only when the whole paired interval of a - b lies above "
+                "0: not from the means alone, not from whether A's and B's own intervals "
+                "overlap (the seed's share of each loss cancels in a - b).",
             ),
         },
     )

@@ -29,6 +29,7 @@
 # | 5 · Can it learn at all? | `overfit_small_batch` | 2 |
 # | 6 · Train against validation | `dataset_loss` | 2 |
 # | 7 · All the instruments on one run | nothing new: a widget | 0 |
+# | 8 · Is this improvement real? | `mean_interval`, `paired_interval`, `improvement_is_real` | 3 |
 #
 # Fill in every cell that says `YOUR CODE HERE`, run the "check it" cell after it, and press
 # **Validate** before you submit. The cells titled "Hidden check" are graded later, on
@@ -51,6 +52,7 @@ from course.data import digits
 from course.gradcheck import rel_error
 from course.notebook import check_it, explore_plot
 from course.plots import plain_log_labels
+from course.stats import t_quantile
 
 # %% [markdown]
 # ## 0 · Your code from 03 and 04
@@ -703,6 +705,132 @@ _ = explore_plot(
 )
 
 # %% [markdown]
+# ## 8 · Is this improvement real?
+#
+# A change to the regimen lowers the validation loss by a percent or two. Every number of
+# a run depends on its seed (the initial weights, the order of the batches), so the
+# question is whether the difference is larger than what another seed would give. Over
+# $n$ seeds with mean $\bar x$ and sample standard deviation $s$ (`ddof=1`), the 95%
+# interval of the mean is $\bar x \pm t\, s / \sqrt n$, with $t$ the 0.975 quantile of
+# Student's t with $n - 1$ degrees of freedom (`t_quantile(0.975, n - 1)`, imported above:
+# 2.78 for 5 seeds, where the normal's 1.96 would claim too much).
+#
+# When both regimens ran on the same seeds, compare them **seed by seed**: the seed's
+# share of each loss (a lucky start is lucky for both) cancels in the difference
+# $a_i - b_i$, and the interval of those differences can exclude 0 while the two regimens'
+# own intervals overlap.
+#
+# ### Exercise 8.1: `mean_interval`, `paired_interval`, `improvement_is_real`
+#
+# - `mean_interval(values, confidence=0.95)` returns `(low, high)`, the interval above.
+# - `paired_interval(a, b, confidence=0.95)`: the same interval for the differences
+#   `a - b`, seed by seed (`a[i]` and `b[i]` ran on seed `i`).
+# - `improvement_is_real(a, b, confidence=0.95)`: `a` and `b` are losses (lower is
+#   better) of regimens A and B; return `True` if and only if B is better than A, that is
+#   if the whole paired interval of `a - b` lies above 0.
+
+
+# %% nbgrader={"grade": false, "grade_id": "improvement_solution", "locked": false, "schema_version": 3, "solution": true}
+def mean_interval(values, confidence=0.95):
+    """(low, high): the t interval of the mean of `values` (one per seed)."""
+    ### BEGIN SOLUTION
+    values = np.asarray(values, dtype=np.float64)
+    n = len(values)
+    half = t_quantile((1 + confidence) / 2, n - 1) * values.std(ddof=1) / np.sqrt(n)
+    return float(values.mean() - half), float(values.mean() + half)
+    ### END SOLUTION
+
+
+def paired_interval(a, b, confidence=0.95):
+    """(low, high): the t interval of the mean of a - b, paired by seed."""
+    ### BEGIN SOLUTION
+    differences = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    return mean_interval(differences, confidence)
+    ### END SOLUTION
+
+
+def improvement_is_real(a, b, confidence=0.95):
+    """True if B's losses are lower than A's beyond the seeds' noise (paired)."""
+    ### BEGIN SOLUTION
+    low, _ = paired_interval(a, b, confidence)
+    return bool(low > 0)
+    ### END SOLUTION
+
+
+# %% [markdown]
+# **Check it**: five seeds where B is 0.01 lower on every seed, give or take 0.001, while
+# the seeds differ by 0.1.
+
+# %%
+with check_it("Exercise 8.1"):
+    seeds_a = np.array([0.50, 0.62, 0.41, 0.55, 0.47])
+    seeds_b = seeds_a - np.array([0.010, 0.011, 0.009, 0.010, 0.012])
+    low_a, high_a = mean_interval(seeds_a)
+    low_b, high_b = mean_interval(seeds_b)
+    low_d, high_d = paired_interval(seeds_a, seeds_b)
+    print(f"A {low_a:.3f} to {high_a:.3f}, B {low_b:.3f} to {high_b:.3f}")
+    print(f"a - b {low_d:.4f} to {high_d:.4f}: B better? {improvement_is_real(seeds_a, seeds_b)}")
+    assert low_b < high_a, "the two regimens' own intervals should overlap here"
+    assert low_d > 0 and improvement_is_real(seeds_a, seeds_b), "paired, B is better"
+    assert not improvement_is_real(seeds_b, seeds_a), "A is not better than B"
+
+# %% nbgrader={"grade": true, "grade_id": "improvement_real", "locked": true, "points": 3, "schema_version": 3, "solution": false}
+# Hidden check (3 points): four pairs of regimens you do not see (B clearly better, a
+# difference within the seeds' noise, B better on every seed by less than the seeds
+# differ, B worse): the three intervals, and the decision.
+### BEGIN HIDDEN TESTS
+from course.grading import check
+
+check("improvement_real", globals())
+### END HIDDEN TESTS
+
+# %% [markdown]
+# **Measure it.** Your 04 network (one hidden layer of 100) trained for 200 steps of 100
+# examples by your `sgd`, at learning rate 0.1 (A) and 0.102 (B), on the same five seeds:
+# the validation loss of each run, by your `dataset_loss`.
+
+
+# %%
+def validation_loss_after(learning_rate, seed, steps=200):
+    net = FullyConnectedNet([100], 64, C, weight_scale=0.1, dtype=np.float64, seed=seed)
+    order = np.random.default_rng(seed)
+    for _ in range(steps):
+        batch = order.choice(len(X_train), 100, replace=False)
+        _, grads = net.loss(X_train[batch], y_train[batch])
+        for name in net.params:
+            net.params[name], _ = sgd(
+                net.params[name], grads[name], {"learning_rate": learning_rate}
+            )
+    return dataset_loss(net, X_val, y_val, 256)
+
+
+SEEDS = range(5)
+losses_a = np.array([validation_loss_after(0.1, seed) for seed in SEEDS])
+losses_b = np.array([validation_loss_after(0.102, seed) for seed in SEEDS])
+for name, losses in (("A, rate 0.1", losses_a), ("B, rate 0.102", losses_b)):
+    low, high = mean_interval(losses)
+    print(f"{name}: mean {losses.mean():.4f}, 95% interval {low:.4f} to {high:.4f}")
+low, high = paired_interval(losses_a, losses_b)
+print(
+    f"B lower than A by {(losses_a - losses_b).mean() / losses_a.mean():.1%} on average; "
+    f"paired interval of a - b {low:.4f} to {high:.4f}"
+)
+overlap = mean_interval(losses_b)[1] > mean_interval(losses_a)[0]
+print(
+    f"A's and B's own intervals overlap: {overlap}; B lower on "
+    f"{int(np.sum(losses_b < losses_a))} of {len(SEEDS)} seeds"
+)
+print(f"is B's improvement real? {improvement_is_real(losses_a, losses_b)}")
+
+# %% [markdown]
+# The means differ by about a percent and a half and the two regimens' own intervals
+# overlap, yet B is lower on every seed, and the paired interval lies wholly above 0 (all
+# printed): the seed's share of each loss cancels seed by seed. The same difference
+# between runs on different seeds would be lost in their spread. A difference measured on
+# one seed, or on means without an interval, is a claim the next seed may take back; this
+# course's ablations run three seeds or more and print the spread for that reason.
+
+# %% [markdown]
 # ## What to take away
 #
 # - Read the first loss: it should be $\ln C$ for a small start. Far above is the scale.
@@ -714,3 +842,4 @@ _ = explore_plot(
 # - Make it memorise 20 examples before anything else, and compare the curve with a right
 #   model's, not with "it goes down".
 # - Evaluate in test mode, weighting batches by size, and watch validation against train.
+# - Before calling a change an improvement, run seeds and compare them seed by seed.
