@@ -270,10 +270,12 @@ def test_validate_fails_cell_by_cell_and_passes_the_solutions(course):
     checks = sum("with check_it(" in c.source for c in nbformat.read(blank, as_version=4).cells)
     assert checks >= 6
     assert proc.stdout.count("FAILED  with check_it(") == checks  # every one, each on its own
-    # Issue 53, item 3: the plot of the training's losses failed only because the training
-    # did; it says so, and names the cell to fix by its heading.
-    assert "name 'losses' is not defined: an earlier cell that sets it failed" in proc.stdout
-    assert 'follows from the cell that failed under "4 · A tiny MLP on your engine"' in proc.stdout
+    # Walk 53: the training runs an exercise not written yet; it says so in one line, and
+    # Run All goes on: the plot of its losses says which exercise it waits for.
+    assert (
+        "`losses` was never made, since its cell stopped: not written yet: Exercise 1.1"
+        in proc.stdout
+    )
 
     proc = validate(course, buggy)
     assert proc.returncode == 1, proc.stdout + proc.stderr
@@ -284,6 +286,11 @@ def test_validate_fails_cell_by_cell_and_passes_the_solutions(course):
     proc = validate(course, syntax)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "SyntaxError: expected ':'" in proc.stdout
+    # Issue 53, item 3: the training failed on a real error (no tanh: its cell did not
+    # compile), and the plot of its losses failed only because the training did; it says
+    # so, and names the cell to fix by its heading.
+    assert "name 'losses' is not defined: an earlier cell that sets it failed" in proc.stdout
+    assert 'follows from the cell that failed under "4 · A tiny MLP on your engine"' in proc.stdout
 
     # nbgrader's own command, with the course's nbgrader_config.py, agrees (its exit status
     # is 0 either way: nbgrader's choice, hence `course validate`).
