@@ -450,7 +450,9 @@ def test_complex_step_06_graded_for_real(tmp_path):
     done = batch.course_grade()
     # Complex-step layers are slow: on a slow machine the training they feed may also meet
     # its cell's time limit. That is a grade too, and the one problem allowed.
-    notes = [line for line in done.stdout.splitlines() if line.startswith("  numeric")]
+    # The table's rows start with the student's name (course.grader.autograde): CI's run of
+    # the newest landing timed out here and failed on "  numeric", which no row starts with.
+    notes = [line for line in done.stdout.splitlines() if line.split()[:1] == ["numeric"]]
     assert done.returncode == 0 or (
         len(notes) == 1 and "timed out in convnet_training" in notes[0]
     ), done.stdout + done.stderr
