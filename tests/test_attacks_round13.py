@@ -287,7 +287,13 @@ def test_honest_and_routed_06_graded_for_real_keep_full_marks(tmp_path):
 
     batch = Batch(tmp_path / "course", "06_convolution", "convolution")
     batch.submit("honest", batch.answered(trim=True))
-    routed = {**conv.ALTERNATES[-2].answers, **conv.ALTERNATES[-1].answers}
+    # By name: review 54 appended an alternate, and the last two were no longer these.
+    routed = {
+        cell: code
+        for alternate in conv.ALTERNATES
+        if " routed by one forward call " in alternate.name
+        for cell, code in alternate.answers.items()
+    }
     assert set(routed) == {conv.CONV, conv.POOL}
     batch.submit("routed", batch.answered(routed, trim=True))
     # A right backward that leaves a thread behind (asleep: no CPU the small cases see).

@@ -256,12 +256,13 @@ def speed_cell_graded(answers: dict[str, str], monkeypatch) -> tuple[float, floa
 def test_06_speed_is_not_earned_by_a_numpy_that_slows_the_yardstick(monkeypatch):
     """Round 8: the yardstick ran in the student's kernel and looked NumPy up at call time.
     Now the grader times the grade cell from outside and the yardstick in its own process,
-    and the kernel's times count for nothing: the kernel's own times still say 2 (what
-    the grader gave before), the grader now only the right pair's share."""
+    and the kernel's times count for nothing: the grader gives only the right pair's share.
+    (The kernel's own times, now CPU seconds, are no longer fooled by the sleeping pad
+    either: issue 55 moved judging in one process off the wall clock.)"""
     code = solution("06_convolution", "convolution", "conv_fast_solution")
     answers = {"conv_fast_solution": code + SLOWED_PAIR_AND_PATCHED_PAD}
     kernels, graders = speed_cell_graded(answers, monkeypatch)
-    assert kernels == 2  # the attack works on times taken in the kernel
+    assert kernels == 0.66  # the slowed pair is too slow by CPU seconds too
     assert graders == 0.66  # the pair is right (a third); the speed's two thirds are lost
 
 
