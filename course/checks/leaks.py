@@ -101,6 +101,12 @@ def _data(rng, N: int, D: int, C: int):
     return rng.standard_normal((N, D)), rng.integers(0, C, N)
 
 
+def _left_as_given(what: str, hint: str) -> Rule:
+    """What a call left of its inputs, judged bit for bit (left_as_given): worth nothing
+    alone, the rules that need it say so with `requires`."""
+    return Rule(what, kind="true", measure=left_as_given, weight=0, hint=hint)
+
+
 def _params_given(net) -> np.ndarray:
     return flat(*(net.params[k] for k in sorted(net.params)))
 
@@ -224,12 +230,9 @@ register(
                 requires="params",
                 hint=GRADIENT_CHECK_HINT,
             ),
-            "params": Rule(
+            "params": _left_as_given(
                 "the model's parameters after the check, on",
-                kind="true",
-                measure=left_as_given,
-                weight=0,  # worth nothing alone (round 16: all zeros earned 1 of 3)
-                hint="the check left the parameters changed: put each nudged value back "
+                "the check left the parameters changed: put each nudged value back "
                 "exactly (save it first; p += h then p -= h leaves rounding residue).",
             ),
         },
@@ -285,12 +288,9 @@ register(
                 "over that of the parameter before it, |before| (not the norm of after, "
                 "not a ratio of standard deviations, not squared norms).",
             ),
-            "inputs": Rule(
+            "inputs": _left_as_given(
                 "both snapshots after the call,",
-                kind="true",
-                measure=left_as_given,
-                weight=0,
-                hint="the function changed the parameters it was given: read them only.",
+                "the function changed the parameters it was given: read them only.",
             ),
         },
     )
@@ -349,12 +349,9 @@ register(
                 k: Rule(k, rtol=1e-9, requires="inputs", hint=hint)
                 for k, hint in STATS_HINTS.items()
             },
-            "inputs": Rule(
+            "inputs": _left_as_given(
                 "the activations after the call,",
-                kind="true",
-                measure=left_as_given,
-                weight=0,
-                hint="the function changed the array it was given: read it only.",
+                "the function changed the array it was given: read it only.",
             ),
         },
     )
@@ -449,12 +446,9 @@ register(
                 "softmax_loss of each batch, weighted by the batch's size: the last batch "
                 "may be short, so the mean of the batches' means is not the set's.",
             ),
-            "inputs": Rule(
+            "inputs": _left_as_given(
                 "X, y and the parameters after the call,",
-                kind="true",
-                measure=left_as_given,
-                weight=0,
-                hint="the function changed X, y or the model's parameters: evaluate only.",
+                "the function changed X, y or the model's parameters: evaluate only.",
             ),
         },
     )
