@@ -33,6 +33,7 @@ from tests import (
     variants_attention,
     variants_backprop,
     variants_convolution,
+    variants_leaks,
     variants_linear,
     variants_multilayer,
     variants_normalisation,
@@ -50,6 +51,7 @@ MODULES = [
     variants_convolution,
     variants_recurrent,
     variants_attention,
+    variants_leaks,
 ]
 ALL_CHECKS = sorted(checks_by_name())
 

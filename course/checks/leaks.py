@@ -458,51 +458,70 @@ register(
 # ---------------------------------------------------------------- is this improvement real?
 
 
+IMPROVEMENT_KINDS = (
+    "B clearly better",
+    "a difference within the seeds' noise",
+    "B better on every seed, by less than the seeds differ",
+    "B worse",
+)
+
+
 def improvement_cases(rng) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """{label: (a, b)}: the losses of regimens A and B, one per seed, paired by seed. Each
-    case's decision is far from the interval's edge (never a coin toss at rounding), and
-    the cases tell apart a decision by the mean alone, by unpaired intervals, or the
-    wrong way round."""
+    """{"pair k": (a, b)}: the losses of regimens A and B, one per seed, paired by seed. Six
+    pairs: each kind of IMPROVEMENT_KINDS once, and two more of any kind, in an order the
+    inputs decide, so that the right decisions are computed, never known (the pairs' names
+    say nothing of their kind). Each decision is far from the interval's edge (never a coin
+    toss at rounding), and the kinds tell apart a decision by the mean alone, by unpaired
+    intervals, or the wrong way round."""
+    kinds = list(IMPROVEMENT_KINDS) + list(rng.choice(IMPROVEMENT_KINDS, size=2))
     cases = {}
-    for label, n in (
-        ("B clearly better", int(rng.integers(5, 9))),
-        ("a difference within the seeds' noise", int(rng.integers(6, 11))),
-        ("B better on every seed, by less than the seeds differ", int(rng.integers(5, 9))),
-        ("B worse", int(rng.integers(4, 8))),
-    ):
+    for k, kind in enumerate(rng.permutation(kinds), start=1):
+        n = int(rng.integers(6, 11) if kind.startswith("a difference") else rng.integers(4, 9))
         a = rng.uniform(0.3, 0.6) + rng.uniform(0.05, 0.1) * rng.standard_normal(n)
         noise = rng.standard_normal(n)
         noise = (noise - noise.mean()) / noise.std(ddof=1)  # mean 0, sample std 1 exactly
-        if label == "B clearly better":
+        if kind == "B clearly better":
             d = 0.05 + 0.01 * noise  # a - b
-        elif label.startswith("a difference"):
+        elif kind.startswith("a difference"):
             d = 0.01 * noise + 0.2 * 0.01 / np.sqrt(n)  # mean above 0, interval across it
-        elif label.startswith("B better on every"):
+        elif kind.startswith("B better on every"):
             d = 0.015 * a.mean() + 0.001 * noise
         else:
             d = -0.05 + 0.01 * noise
-        cases[label] = (a, a - d)
+        cases[f"pair {k}"] = (a, a - d)
     return cases
 
 
 def probe_improvement(student, rng, out):
-    """The learner's interval of each regimen's mean, of the paired differences, and the
-    decision, on each case."""
-    for label, (a, b) in improvement_cases(rng).items():
+    """The learner's interval of each regimen's mean and of the paired differences, on each
+    case, and the six decisions as one observation: an answer that ignores its data (always
+    False, always True) is right on some cases, and earns nothing for that."""
+    cases = improvement_cases(rng)
+    for label, (a, b) in cases.items():
 
         def compute(a=a, b=b):
             a_in, b_in = copies(a, b)
-            intervals = [
-                student.mean_interval(a_in.copy()),
-                student.mean_interval(b_in.copy()),
-                student.paired_interval(a_in.copy(), b_in.copy()),
-            ]
-            decision = student.improvement_is_real(a_in.copy(), b_in.copy())
+            return np.array(
+                [
+                    student.mean_interval(a_in.copy()),
+                    student.mean_interval(b_in.copy()),
+                    student.paired_interval(a_in.copy(), b_in.copy()),
+                ],
+                dtype=np.float64,
+            )
+
+        out.record(f"intervals:{label}", compute)
+
+    def decide():
+        decisions = []
+        for a, b in cases.values():
+            decision = student.improvement_is_real(*copies(a, b))
             if not isinstance(decision, bool | np.bool_):
                 raise TypeError(f"improvement_is_real returned {type(decision).__name__}")
-            return [np.array(intervals, dtype=np.float64), np.float64(bool(decision))]
+            decisions.append(float(bool(decision)))
+        return np.array(decisions)
 
-        out.record([f"intervals:{label}", f"decision:{label}"], compute)
+    out.record(f"decision:on pairs 1 to {len(cases)}", decide)
 
 
 register(
@@ -522,7 +541,7 @@ register(
                 "seed by seed.",
             ),
             "decision": Rule(
-                "decision, B better than A, for",
+                "decisions, B better than A (1) or not (0),",
                 rtol=0,
                 hint="B is better only when the whole paired interval of a - b lies above "
                 "0: not from the means alone, not from whether A's and B's own intervals "

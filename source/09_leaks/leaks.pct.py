@@ -775,9 +775,10 @@ with check_it("Exercise 8.1"):
     assert not improvement_is_real(seeds_b, seeds_a), "A is not better than B"
 
 # %% nbgrader={"grade": true, "grade_id": "improvement_real", "locked": true, "points": 3, "schema_version": 3, "solution": false}
-# Hidden check (3 points): four pairs of regimens you do not see (B clearly better, a
-# difference within the seeds' noise, B better on every seed by less than the seeds
-# differ, B worse): the three intervals, and the decision.
+# Hidden check (3 points): six pairs of regimens you do not see, in an unknown order (B
+# clearly better, a difference within the seeds' noise, B better on every seed by less
+# than the seeds differ, B worse, each at least once): the three intervals of each, and
+# the six decisions, judged together (always False is right on some, and earns nothing).
 ### BEGIN HIDDEN TESTS
 from course.grading import check
 
