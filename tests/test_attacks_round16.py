@@ -1,6 +1,6 @@
 """Round 16 of the attacks (the fresh attacker of round 16, on 09 part 1, the instruments).
 
-The probes of 09 hand the student's functions the grader's own model, `_Net`
+The probes of 09 hand the student's functions the grader's own model, `TanhNet` (course.runs)
 (course.checks.leaks), in the student's kernel. Everything the grader planted in it is a
 plain attribute the student's code can read and write:
 

@@ -28,7 +28,7 @@ LAYERS = [
     # how the commands print on one).
     {"course", "course.gradcheck", "course.data", "course.plots", "course.training",
      "course.mlp", "course.deepnet", "course.notebook", "course.paths", "course.carry",
-     "course.terminal", "course.landscape", "course.stats"},
+     "course.terminal", "course.landscape", "course.stats", "course.runs"},
     # 1: the probes, all that a grading kernel loads of the course beside layer 0.
     {"course.grading", "course.grader", "course.grader.model", "course.grader.probe",
      "course.checks", "course.checks.*"},

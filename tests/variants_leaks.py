@@ -8,9 +8,67 @@ ASSIGNMENT, NOTEBOOK = "09_leaks", "leaks"
 INITIAL, GRADCHECK = "initial_loss_solution", "gradient_check_solution"
 RATIOS, STATS = "update_ratios_solution", "activation_stats_solution"
 OVERFIT, DATASET = "overfit_solution", "dataset_loss_solution"
-IMPROVEMENT = "improvement_solution"
+IMPROVEMENT, DIAGNOSE = "improvement_solution", "diagnose_solution"
+
+VAL_CHECK = """\
+    trained, _ = run.train()
+    if dataset_loss(trained, run.X_val, run.y_val, 256) > 0.8 * ln_c:
+        return "labels that do not match the inputs"
+"""
 
 MUTANTS = [
+    # diagnose
+    m(
+        "diagnose: always 'no leak'",
+        DIAGNOSE,
+        {"diagnose"},
+        ("    model = run.model()\n", '    return "no leak"\n    model = run.model()\n'),
+    ),
+    m(
+        "diagnose: the curve before the update ratio (a rate far too small read as labels)",
+        DIAGNOSE,
+        {"diagnose"},
+        (
+            "    order, ratios = np.random.default_rng(0), []\n",
+            VAL_CHECK + "    order, ratios = np.random.default_rng(0), []\n",
+        ),
+    ),
+    m(
+        "diagnose: no look at the start (a saturated start read as labels)",
+        DIAGNOSE,
+        {"diagnose"},
+        ('        return "initialisation too large"\n', "        pass\n"),
+    ),
+    m(
+        "diagnose: the start against log10 C",
+        DIAGNOSE,
+        {"diagnose"},
+        ("ln_c = expected_initial_loss(", "ln_c = np.log10("),
+    ),
+    m(
+        "diagnose: a gradient check's rounding read as a wrong backward pass",
+        DIAGNOSE,
+        {"diagnose"},
+        ("if max(errors.values()) > 1e-3:", "if max(errors.values()) > 1e-9:"),
+    ),
+    m(
+        "diagnose: no gradient check (a wrong backward pass read as no leak)",
+        DIAGNOSE,
+        {"diagnose"},
+        ('        return "a wrong backward pass"\n', "        pass\n"),
+    ),
+    m(
+        "diagnose: the median update ratio (a diverged run's saturated layer stops moving)",
+        DIAGNOSE,
+        {"diagnose"},
+        ("    if max(ratios) > 0.1:", "    if np.median(ratios) > 0.1:"),
+    ),
+    m(
+        "diagnose: a cause worded its own way",
+        DIAGNOSE,
+        {"diagnose"},
+        ('return "learning rate too high"', 'return "the learning rate is too high"'),
+    ),
     # mean_interval, paired_interval, improvement_is_real
     wrong(
         "interval: the population standard deviation (ddof=0)",
@@ -450,7 +508,61 @@ def improvement_is_real(a, b, confidence=0.95):
     return bool(high < 0)
 """
 
+DIAGNOSE_READINGS = """\
+def diagnose(run):
+    ln_c = float(np.log(10))
+    start = dataset_loss(run.model(), run.X_train[:200], run.y_train[:200], 50)
+    model, order, ratios = run.model(), np.random.default_rng(7), []
+    for _ in range(8):
+        rows = order.choice(len(run.X_train), 64, replace=False)
+        w1 = model.params["W1"].copy()
+        run.step(model, run.X_train[rows], run.y_train[rows])
+        ratios.append(np.linalg.norm(model.params["W1"] - w1) / np.linalg.norm(w1))
+    errors = gradient_check_model(run.model(), run.X_val[:4], run.y_val[:4])
+    trained, curve = run.train()
+    with np.errstate(all="ignore"):
+        val = dataset_loss(trained, run.X_val, run.y_val, 100)
+    if start > 2 * ln_c:
+        return "initialisation too large"
+    if max(ratios) > 0.5:
+        return "learning rate too high"
+    if max(ratios) < 3e-5:
+        return "learning rate too low"
+    if max(errors.values()) > 5e-3:
+        return "a wrong backward pass"
+    return "labels that do not match the inputs" if val > ln_c / 2 else "no leak"
+"""
+
+DIAGNOSE_TRAIN_LOSS = """\
+def diagnose(run):
+    first = run.model()
+    if first.loss(run.X_train, run.y_train)[0] > 1.5 * expected_initial_loss(10):
+        return "initialisation too large"
+    model = run.model()
+    batch = np.arange(run.batch_size)
+    before = {k: v.copy() for k, v in model.params.items()}
+    run.step(model, run.X_train[batch], run.y_train[batch])
+    ratio = update_ratios({"W1": before["W1"]}, {"W1": model.params["W1"]})["W1"]
+    if ratio > 0.2:
+        return "learning rate too high"
+    if ratio < 1e-4:
+        return "learning rate too low"
+    worst = max(gradient_check_model(first, run.X_train[-6:], run.y_train[-6:]).values())
+    if worst > 1e-4:
+        return "a wrong backward pass"
+    _, curve = run.train()
+    if np.mean(curve[-20:]) > 0.8 * expected_initial_loss(10):
+        return "labels that do not match the inputs"
+    return "no leak"
+"""
+
 ALTERNATES = [
+    Alternate(
+        "diagnose: every reading first, then other thresholds", {DIAGNOSE: DIAGNOSE_READINGS}
+    ),
+    Alternate(
+        "diagnose: one step's ratio, the training curve's end", {DIAGNOSE: DIAGNOSE_TRAIN_LOSS}
+    ),
     Alternate("intervals with loops and math", {IMPROVEMENT: IMPROVEMENT_LOOP}),
     Alternate("intervals with np.var and b - a", {IMPROVEMENT: IMPROVEMENT_NUMPY}),
     Alternate(
@@ -515,4 +627,5 @@ GRADED_FUNCTIONS = {
     "mean_interval": {IMPROVEMENT},
     "paired_interval": {IMPROVEMENT},
     "improvement_is_real": {IMPROVEMENT},
+    "diagnose": {DIAGNOSE},
 }

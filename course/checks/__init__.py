@@ -116,6 +116,7 @@ INDEX = {
         "overfit_small_batch",
         "dataset_loss",
         "improvement_real",
+        "diagnose",
     ),
 }
 _MODULE_OF = {name: module for module, names in INDEX.items() for name in names}

@@ -2,7 +2,7 @@
 the notebook, since shared API.md stops at 08).
 
 Part 1 grades the learner's instruments, each on models and arrays drawn from the check's
-(secret) seed. The models are the grader's own small tanh networks (`_Net`), smooth
+(secret) seed. The models are the grader's own small tanh networks (`course.runs.TanhNet`), smooth
 everywhere, so that a centred difference is accurate to about 1e-9 relative; for the
 gradient check, some of their gradients are wrong on purpose, by a secret amount, in
 secret parameters. The kernel reports what the instruments returned, and the models'
@@ -13,18 +13,21 @@ source solutions.
 import numpy as np
 
 from course.checks.common import as_given, copies, flat, left_as_given
+from course.data import digits
 from course.grader.model import Assignment, Check, Rule, register
+from course.runs import CAUSES, RUN_KINDS, TanhNet, make_run
 
 ASSIGNMENT = Assignment(
     id="09_leaks",
     notebook="leaks",
     title="09 Everything leaks",
+    slow_cells=frozenset({"diagnose"}),
     builds=(
         "the instruments of a practitioner: the loss at initialisation against ln C, a "
         "gradient check of a whole model, update-to-weight ratios, activation statistics "
         "per layer, a tiny-subset overfit, the loss of a whole dataset in batches, t "
         "intervals over seeds, paired, to decide whether an improvement is real; used on your "
-        "04 network"
+        "04 network, then to diagnose whole broken runs"
     ),
     leak=(
         "every part built in 01-08 leaks into the loss of a whole run; the instruments say "
@@ -33,59 +36,10 @@ ASSIGNMENT = Assignment(
         "that cannot overfit 20 examples a bug, a gap between train and validation loss "
         "over-fitting, an evaluation in training mode or a mean of batch means a lie, and "
         "a difference of a percent between runs a claim until a paired interval over seeds "
-        "excludes 0"
+        "excludes 0; read in order, the start first, they name a broken run's leak"
     ),
 )
 NOTEBOOK = ASSIGNMENT.key
-
-
-class _Net:
-    """The grader's model for the instruments: x -> tanh(x W1 + b1) W2 + b2, softmax
-    cross-entropy averaged over N, plus 0.5 * reg * (|W1|^2 + |W2|^2). `.params` and
-    `.loss(X, y=None)` as the course's networks (API.md 03): scores without y. With y and
-    `train_noise`, the forward pass multiplies the hidden layer by a fixed mask scaled to
-    keep its mean (dropout's training mode, without the randomness: a value the grader can
-    reproduce). `hidden`: {parameter: (a, b)}, a bug planted for the gradient check: the
-    loss has a term sum(a * sin(b * p)) that the gradients leave out. Planted in the loss,
-    not added to a gradient (round 16): switching it off, or reading it, then gives back
-    gradients that agree with the loss, never the disagreement a centred difference finds;
-    only a derivative of the term, read from the grader's code, does (README, "Not
-    protected")."""
-
-    def __init__(self, params, reg=0.0, hidden=None, train_mask=None):
-        self.params = params
-        self.reg = reg
-        self.hidden = hidden or {}
-        self.train_mask = train_mask
-
-    def loss(self, X, y=None):
-        W1, b1, W2, b2 = (self.params[k] for k in ("W1", "b1", "W2", "b2"))
-        hidden = np.tanh(X @ W1 + b1)
-        if y is not None and self.train_mask is not None:
-            hidden = hidden * self.train_mask
-        scores = hidden @ W2 + b2
-        if y is None:
-            return scores
-        shifted = scores - scores.max(axis=1, keepdims=True)
-        log_p = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-        N = len(X)
-        loss = -log_p[np.arange(N), y].mean() + 0.5 * self.reg * (np.sum(W1**2) + np.sum(W2**2))
-        for name, (a, b) in self.hidden.items():
-            loss = loss + np.sum(a * np.sin(b * self.params[name]))
-        dscores = np.exp(log_p)
-        dscores[np.arange(N), y] -= 1
-        dscores /= N
-        dhidden = dscores @ W2.T
-        if self.train_mask is not None:
-            dhidden = dhidden * self.train_mask
-        dz = dhidden * (1 - np.tanh(X @ W1 + b1) ** 2)
-        grads = {
-            "W1": X.T @ dz + self.reg * W1,
-            "b1": dz.sum(axis=0),
-            "W2": hidden.T @ dscores + self.reg * W2,
-            "b2": dscores.sum(axis=0),
-        }
-        return loss, grads
 
 
 def _params(rng, D: int, H: int, C: int, scale: float = 0.5) -> dict:
@@ -165,7 +119,7 @@ def gradient_check_cases(rng) -> list[tuple[str, dict, dict, np.ndarray, np.ndar
                 )
                 for n in names
             }
-            grads = _Net(params, 0.1).loss(X, y)[1]
+            grads = TanhNet(params, 0.1).loss(X, y)[1]
             if min(float(np.abs(g).min()) for g in grads.values()) > 1e-3:
                 break
         cases.append((label, params, hidden, X, y))
@@ -177,7 +131,7 @@ def probe_gradient_check(student, rng, out):
     and right after the call (the check must put back every value exactly), and which
     parameters it reported on."""
     for label, params, hidden, X, y in gradient_check_cases(rng):
-        net = _Net({k: v.copy() for k, v in params.items()}, 0.1, hidden)
+        net = TanhNet({k: v.copy() for k, v in params.items()}, 0.1, hidden)
         names = sorted(params)
 
         def compute(net=net, X=X, y=y, names=names):
@@ -367,7 +321,7 @@ def probe_overfit(student, rng, out):
     N, D, H, C = 12, 6, int(rng.integers(8, 14)), int(rng.integers(3, 6))
     params, (X, y) = _params(rng, D, H, C), _data(rng, N, D, C)
     steps, rate = int(rng.integers(25, 40)), float(rng.uniform(0.3, 0.8))
-    net = _Net({k: v.copy() for k, v in params.items()}, reg=0.0)
+    net = TanhNet({k: v.copy() for k, v in params.items()}, reg=0.0)
 
     def compute():
         X_in, y_in = copies(X, y)
@@ -418,7 +372,7 @@ def probe_dataset_loss(student, rng, out):
         ("a set whose last batch is short", (int(rng.integers(4, 7)) * 7 + 2, 7)),
     ):
         X, y = _data(rng, N, D, C)
-        net = _Net({k: v.copy() for k, v in params.items()}, reg=0.3, train_mask=mask)
+        net = TanhNet({k: v.copy() for k, v in params.items()}, reg=0.3, train_mask=mask)
 
         def compute(net=net, X=X, y=y, batch=batch):
             X_in, y_in = copies(X, y)
@@ -546,6 +500,90 @@ register(
                 hint="B is better only when the whole paired interval of a - b lies above "
                 "0: not from the means alone, not from whether A's and B's own intervals "
                 "overlap (the seed's share of each loss cancels in a - b).",
+            ),
+        },
+    )
+)
+
+
+# ---------------------------------------------------------------- broken runs
+
+
+def diagnose_runs(rng) -> list[tuple[str, object]]:
+    """Seven (kind, run) (course.runs.make_run): every kind of RUN_KINDS once and one of
+    them twice, in an order the inputs decide, so that no diagnosis is found by
+    elimination."""
+    kinds = [*RUN_KINDS, rng.choice(RUN_KINDS)]
+    data = digits()
+    return [(str(kind), make_run(str(kind), rng, data)) for kind in rng.permutation(kinds)]
+
+
+def probe_diagnose(student, rng, out):
+    """The learner's diagnosis of each run, as its index in CAUSES, all in one observation
+    (a diagnosis that ignores its run, always "no leak", is right on some, and earns nothing
+    for that), and each run's true cause, which the grader reads from the reference's run
+    of this probe (Rule.uses): a diagnosis is judged against the leak the run has, not
+    against the reference's diagnosis of it."""
+    runs = diagnose_runs(rng)
+    truth = np.array([CAUSES.index(kind) for kind, _ in runs], dtype=np.float64)
+
+    def compute():
+        found = []
+        for _, run in runs:
+            answer = student.diagnose(run)
+            if not isinstance(answer, str) or answer not in CAUSES:
+                raise ValueError(f"diagnose returned {answer!r}, not one of CAUSES")
+            found.append(CAUSES.index(answer))
+        return [np.array(found, dtype=np.float64), truth]
+
+    detail = f"of runs 1 to {len(runs)}"
+    out.record([f"diagnoses:{detail}", f"truth:{detail}"], compute)
+
+
+def _causes(got, want):
+    """measure: True if every entry is the index of one of CAUSES."""
+    got = np.asarray(got, dtype=np.float64)
+    if got.ndim != 1 or not np.all(np.isin(got, np.arange(len(CAUSES)))):
+        return "not one index of CAUSES per run"
+    return True
+
+
+def _same_diagnoses(got, truth):
+    """measure: True if every run's diagnosis is its true cause, otherwise how many were
+    (and what the learner said where wrong, never the right cause)."""
+    got, truth = np.asarray(got, dtype=np.float64), np.asarray(truth, dtype=np.float64)
+    if got.shape != truth.shape:
+        return f"{got.size} diagnoses for {truth.size} runs"
+    right = int(np.sum(got == truth))
+    if right == truth.size:
+        return True
+    named = dict(enumerate(CAUSES))
+    wrong = [f"run {i + 1} ({named.get(g, g)!r})" for i, g in enumerate(got) if g != truth[i]]
+    return f"{right} of {truth.size} runs diagnosed right; wrong: {', '.join(wrong)}"
+
+
+register(
+    Check(
+        name="diagnose",
+        notebook=NOTEBOOK,
+        points=4,
+        probe=probe_diagnose,
+        rules={
+            "diagnoses": Rule(
+                "diagnoses, each one of CAUSES,", kind="true", weight=0, measure=_causes
+            ),
+            "truth": Rule(
+                "diagnoses",
+                kind="true",
+                measure=_same_diagnoses,
+                uses="diagnoses",
+                requires="diagnoses",
+                hint="read the instruments in order, the start first (a start far too "
+                "large saturates the layer, and the run then learns as little as one whose "
+                "labels do not match); an update ratio, not the curve, tells a learning "
+                "rate far too small from labels that do not match (both curves sit near "
+                "ln C); a gradient check is the only instrument a wrong backward pass "
+                "moves.",
             ),
         },
     )

@@ -7,17 +7,18 @@
 # instruments, measurements that each point at one part of the model or the regimen, taken
 # before trusting a curve. This assignment has you write them, then use them.
 #
-# This notebook is the capstone's first half, the instruments. Each one answers a question
-# about a run, and each is graded like the layers of 01-08, on models and arrays you do not
-# see. The second half, broken runs to diagnose and repair with these instruments, builds
-# on them.
+# Parts 1-8 are the instruments. Each one answers a question about a run, and each is
+# graded like the layers of 01-08, on models and arrays you do not see. Part 9 hands you
+# whole broken runs, and your instruments say which part leaked; it is graded on runs you
+# do not see either.
 #
 # **The leaks shown here:** a start far above $\ln C$ is the initialisation's scale; a
 # gradient that disagrees with centred differences is a backward pass; an update far
 # from a thousandth of its weight is the learning rate; a dead or saturated layer is the
 # activation or the scale; a model that cannot fit 20 examples has a bug, not too little
-# capacity; and a validation loss computed in training mode, or as a mean of batch means,
-# says something that is not true.
+# capacity; a validation loss computed in training mode, or as a mean of batch means,
+# says something that is not true; and a run that learns nothing on validation while its
+# start, updates and gradients are right was given labels that do not match its inputs.
 #
 # | Part | You write | Points |
 # |---|---|---|
@@ -30,6 +31,7 @@
 # | 6 · Train against validation | `dataset_loss` | 2 |
 # | 7 · All the instruments on one run | nothing new: a widget | 0 |
 # | 8 · Is this improvement real? | `mean_interval`, `paired_interval`, `improvement_is_real` | 3 |
+# | 9 · Broken runs: which part leaked? | `diagnose` | 4 |
 #
 # Fill in every cell that says `YOUR CODE HERE`, run the "check it" cell after it, and press
 # **Validate** before you submit. The cells titled "Hidden check" are graded later, on
@@ -52,6 +54,7 @@ from course.data import digits
 from course.gradcheck import rel_error
 from course.notebook import check_it, explore_plot
 from course.plots import plain_log_labels
+from course.runs import CAUSES, make_run, mystery_runs
 from course.stats import t_quantile
 
 # %% [markdown]
@@ -832,6 +835,174 @@ print(f"is B's improvement real? {improvement_is_real(losses_a, losses_b)}")
 # course's ablations run three seeds or more and print the spread for that reason.
 
 # %% [markdown]
+# ## 9 · Broken runs: which part leaked?
+#
+# Now the instruments meet whole runs. Each run here trains the course's small network
+# (`course.runs.TanhNet`: 64 pixels, one tanh layer of 10 to 15 units, 10 classes) by
+# minibatch SGD, 300 steps of 64 of 600 training digits. The model is the course's, not
+# your 04 network, so that a leak is the run's, never a bug of yours carried along. A run
+# is a `course.runs.Run`, whose code you may read:
+#
+# - `run.model()`: a fresh model at the run's initialisation (`.params`, `.loss` as above);
+# - `run.step(model, X, y)`: one update of the run's regimen, in place; returns the loss;
+# - `run.train()`: the whole run from a fresh model: (the trained model, every step's loss);
+# - `run.X_train`, `run.y_train`, `run.X_val`, `run.y_val`: its data.
+#
+# Each run has at most one leak, one of `CAUSES` below. The list is longer than the kinds
+# of leak these runs have, so a diagnosis is never found by ruling the others out.
+
+# %%
+for cause in CAUSES:
+    print("-", cause)
+
+# %% [markdown]
+# The readings of a run, with your instruments, cheapest first: the loss at the start
+# against $\ln C$ (part 1); the first layer's largest update ratio over the first ten steps
+# (part 3); the largest error of a gradient check on five examples (part 2); and the
+# training and validation loss at the end of the run (part 6).
+
+
+# %%
+def first_update_ratios(run, steps=10):
+    """W1's update ratio at each of the run's first `steps` steps, on its own batches."""
+    model, order = run.model(), np.random.default_rng(0)
+    ratios = []
+    for _ in range(steps):
+        batch = order.choice(len(run.X_train), run.batch_size, replace=False)
+        before = {"W1": model.params["W1"].copy()}
+        run.step(model, run.X_train[batch], run.y_train[batch])
+        ratios.append(update_ratios(before, {"W1": model.params["W1"]})["W1"])
+    return ratios
+
+
+def readings(run):
+    """Every instrument's reading of `run`, and its loss curve."""
+    start = dataset_loss(run.model(), run.X_train, run.y_train, 256)
+    errors = gradient_check_model(run.model(), run.X_train[:5], run.y_train[:5])
+    trained, curve = run.train()
+    with np.errstate(all="ignore"):  # a diverged run's scores overflow
+        train_end = dataset_loss(trained, run.X_train, run.y_train, 256)
+        val_end = dataset_loss(trained, run.X_val, run.y_val, 256)
+    return {
+        "start": start,
+        "largest update ratio": max(first_update_ratios(run)),
+        "largest gradient error": max(errors.values()),
+        "train at the end": train_end,
+        "validation at the end": val_end,
+        "curve": curve,
+    }
+
+
+def show_readings(runs):
+    fig, ax = plt.subplots(figsize=(6.5, 3.6), layout="constrained")
+    for name, run in runs.items():
+        found = readings(run)
+        ax.plot(found.pop("curve"), label=name)
+        print(f"{name}: " + ", ".join(f"{k} {v:.3g}" for k, v in found.items()))
+    ax.axhline(expected_initial_loss(C), color="k", linestyle=":", label="ln 10")
+    ax.set(title="minibatch loss of each run", xlabel="step", ylabel="loss", ylim=(0, 8))
+    ax.legend()
+    plt.show()
+
+
+# %% [markdown]
+# **Measure it.** First, runs known to be healthy, three seeds: what a run of this family
+# reads when nothing leaked.
+
+# %%
+show_readings(
+    {f"healthy, seed {s}": make_run("no leak", np.random.default_rng(s), data) for s in (0, 1, 2)}
+)
+
+# %% [markdown]
+# A healthy run of this family starts within a few hundredths of $\ln 10$, moves its
+# first layer by between a thousandth and a hundredth of its norm a step, passes the
+# gradient check (an error far below $10^{-3}$), and ends well below $\ln 10$ on
+# validation. A leak moves its instrument far outside that range, never to its edge: the
+# runs are built so (`course.runs`: a start above twice $\ln 10$, an update ratio a hundred
+# times beyond the healthy ones, a validation loss near $\ln 10$), and no threshold of
+# yours has to be fine.
+#
+# **Predict**, before running the next cell: three runs, A, B and C, each with a leak. For
+# each instrument, which of the causes above would move it, and which way?
+
+# %%
+runs = mystery_runs()
+show_readings(runs)
+
+# %% [markdown]
+# ### Exercise 9.1: `diagnose`
+#
+# Return the leak of a run, one of `CAUSES` exactly (`"no leak"` for a healthy run), from
+# your instruments' readings. Order matters: one leak can move several instruments (a
+# start far too large saturates the tanh, and the run then learns as little as one whose
+# labels do not match), so read them in the order a practitioner does, the start first, and let each reading rule out what it can. Call
+# your instruments (and `first_update_ratios` if you like): the hidden check calls
+# `diagnose` in your notebook, with everything above defined.
+
+
+# %% nbgrader={"grade": false, "grade_id": "diagnose_solution", "locked": false, "schema_version": 3, "solution": true}
+def diagnose(run):
+    """The cause, one of CAUSES, of what is wrong with `run`."""
+    ### BEGIN SOLUTION
+    model = run.model()
+    ln_c = expected_initial_loss(model.loss(run.X_val[:1]).shape[1])
+    if dataset_loss(model, run.X_train, run.y_train, 256) > ln_c + 1:
+        return "initialisation too large"
+    order, ratios = np.random.default_rng(0), []
+    for _ in range(10):  # W1's update ratio over the first ten steps, as first_update_ratios
+        batch = order.choice(len(run.X_train), run.batch_size, replace=False)
+        before = {"W1": model.params["W1"].copy()}
+        run.step(model, run.X_train[batch], run.y_train[batch])
+        ratios.append(update_ratios(before, {"W1": model.params["W1"]})["W1"])
+    if max(ratios) > 0.1:
+        return "learning rate too high"
+    if max(ratios) < 1e-4:
+        return "learning rate too low"
+    errors = gradient_check_model(run.model(), run.X_train[:5], run.y_train[:5])
+    if max(errors.values()) > 1e-3:
+        return "a wrong backward pass"
+    trained, _ = run.train()
+    if dataset_loss(trained, run.X_val, run.y_val, 256) > 0.8 * ln_c:
+        return "labels that do not match the inputs"
+    return "no leak"
+    ### END SOLUTION
+
+
+# %% [markdown]
+# **Check it**: the three runs above, and a healthy one.
+
+# %%
+with check_it("Exercise 9.1"):
+    for name, run in runs.items():
+        print(f"{name}: {diagnose(run)}")
+    healthy = make_run("no leak", np.random.default_rng(3), data)
+    print(f"healthy, seed 3: {diagnose(healthy)}")
+    assert all(diagnose(run) in CAUSES for run in runs.values()), "answer one of CAUSES"
+    assert diagnose(healthy) == "no leak", "a healthy run has no leak"
+
+# %% nbgrader={"grade": true, "grade_id": "diagnose", "locked": true, "points": 4, "schema_version": 3, "solution": false}
+# Hidden check (4 points): seven runs you do not see, in an unknown order: every kind of
+# leak these runs have, a healthy run among them, and one kind twice. All seven diagnoses
+# are judged together (a diagnosis that ignores its run is right on some, and earns
+# nothing for that).
+### BEGIN HIDDEN TESTS
+from course.grading import check
+
+check("diagnose", globals())
+### END HIDDEN TESTS
+
+# %% [markdown]
+# Each leak came from one part, built in one assignment: the start far above $\ln C$ from
+# the initialisation's scale (04's `weight_init`); a learning rate a hundred times too
+# large or a thousand times too small from the regimen (`sgd`, 03 and 04); a gradient that
+# disagrees with its loss from a backward pass (01-03); and a run that learns nothing
+# on validation while its updates and gradients are right from the data: labels shifted
+# by one against their inputs, as a join on the wrong key or an off-by-one in a loader
+# makes them. Only the update ratio tells a learning rate far too small from labels that
+# do not match; both curves sit near $\ln 10$.
+
+# %% [markdown]
 # ## What to take away
 #
 # - Read the first loss: it should be $\ln C$ for a small start. Far above is the scale.
@@ -844,3 +1015,4 @@ print(f"is B's improvement real? {improvement_is_real(losses_a, losses_b)}")
 #   model's, not with "it goes down".
 # - Evaluate in test mode, weighting batches by size, and watch validation against train.
 # - Before calling a change an improvement, run seeds and compare them seed by seed.
+# - Read a broken run's instruments in order, the start first: each rules out what it can.
