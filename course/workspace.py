@@ -145,6 +145,7 @@ def lab_command(root: Path, instructor: bool, extra: list[str]) -> tuple[list[st
     """The JupyterLab command line and environment of `course lab` (what `make lab` runs).
 
     Student mode: work/ prepared, nbgrader's instructor tools off (a private Jupyter config),
+    the Assignments tab fetching into and submitting from work/ (its nbgrader_config.py),
     the start page opened. Instructor mode: every nbgrader tool, the instructor's own Jupyter
     config, and the course's lab settings above it (JUPYTER_CONFIG_PATH, as on the hub).
     Either mode's lab settings (labconfig/default_setting_overrides.json) turn off
