@@ -145,6 +145,7 @@ def lab_command(root: Path, instructor: bool, extra: list[str]) -> tuple[list[st
     """The JupyterLab command line and environment of `course lab` (what `make lab` runs).
 
     Student mode: work/ prepared, nbgrader's instructor tools off (a private Jupyter config),
+    the Assignments tab fetching into and submitting from work/ (its nbgrader_config.py),
     the start page opened. Instructor mode: every nbgrader tool, the instructor's own Jupyter
     config, and the course's lab settings above it (JUPYTER_CONFIG_PATH, as on the hub).
     Either mode's lab settings (labconfig/default_setting_overrides.json) turn off
@@ -186,6 +187,14 @@ def ensure_exchange(root: Path) -> None:
     (root / ".nbgrader" / "exchange").mkdir(parents=True, exist_ok=True)
 
 
+def stray_fetches(root: Path) -> list[str]:
+    """Assignment folders in the course folder itself, beside work/: copies the Assignments
+    tab fetched before it used work/ (it now fetches into and submits from work/ only,
+    course/jupyter/student/nbgrader_config.py), which Submit no longer sends."""
+    released = (p.name for p in (root / "release").glob("*") if p.is_dir())
+    return sorted(name for name in released if (root / name).is_dir())
+
+
 def lab(instructor: bool = False, extra: list[str] | None = None, root: Path | None = None) -> int:
     """Start JupyterLab on the course, as a learner (default) or as the instructor."""
     import subprocess
@@ -202,6 +211,12 @@ def lab(instructor: bool = False, extra: list[str] | None = None, root: Path | N
         copied = prepare(root)
         if copied:
             print(f"work/: new copies of {', '.join(copied)}")
+        for name in stray_fetches(root):
+            print(
+                f"warning: {name}/ (beside work/) is not what Submit sends: the Assignments "
+                f"tab submits work/{name}/. If your work is in {name}/, copy it into "
+                f"work/{name}/ before you submit."
+            )
     ensure_exchange(root)
     command, env = lab_command(root, instructor, extra or [])
     if os.name == "posix":  # become the server: a signal to `course lab` reaches it

@@ -208,3 +208,98 @@ def test_neither_lab_asks_about_jupyters_news(tmp_path, monkeypatch, instructor)
     ).stdout
     assert json.loads(out) == {"fetchNews": "false", "checkForUpdates": False}
     assert list(home.iterdir()) == []
+
+
+# The Assignments tab's own manager (nbgrader's server extension), run as the lab runs it:
+# in the course folder, with the environment `course lab` gives its server.
+ASSIGNMENTS_TAB = """
+import json, os, sys
+from nbgrader.exchange import ExchangeFactory
+from nbgrader.server_extensions.assignment_list.handlers import AssignmentList
+
+tab = AssignmentList()
+tab.root_dir = os.getcwd()
+with tab.get_assignment_dir_config():
+    pass
+config = tab.load_config()
+said = {"assignment_dir": ExchangeFactory(config=config).List(config=config).assignment_dir}
+if sys.argv[1:] == ["act"]:
+    course = "everything-leaks"
+    said["fetch_existing"] = tab.fetch_assignment(course, "01_backprop")
+    said["fetch_new"] = tab.fetch_assignment(course, "02_linear")
+    said["submit"] = tab.submit_assignment(course, "01_backprop")
+    said["listed"] = tab.list_assignments(course_id=course)
+print(json.dumps(said))
+"""
+
+
+def test_the_learners_assignments_tab_submits_the_work_in_work(tmp_path, monkeypatch):
+    """Walk 16 (Chromium): with `make lab`, the Assignments tab fetched a blank copy into the
+    course folder (<course>/01_backprop/, beside work/) and Submit sent it, never the work in
+    work/01_backprop/. With the learner's lab's settings, Fetch puts a new assignment in
+    work/, refuses (and leaves as it is) one that work/ already holds, and Submit sends the
+    edited work/ notebook; the instructor's lab keeps nbgrader's default (its root)."""
+    import json
+    import shutil
+    import sys
+
+    from course import workspace
+
+    repo = Path(cli.__file__).resolve().parent.parent
+    root = tmp_path / "course"
+    exchange = tmp_path / "exchange"
+    (root / "work").mkdir(parents=True)
+    shutil.copy(repo / "nbgrader_config.py", root)
+    outbound = exchange / "everything-leaks" / "outbound"
+    for name in ("01_backprop", "02_linear"):
+        shutil.copytree(repo / "release" / name, root / "release" / name)
+        shutil.copytree(repo / "release" / name, outbound / name)  # released to the class
+    (exchange / "everything-leaks" / "inbound").mkdir()
+    shutil.copytree(repo / "release" / "01_backprop", root / "work" / "01_backprop")
+    edited = root / "work" / "01_backprop" / "backprop.ipynb"
+    edited.write_text(edited.read_text().replace("YOUR CODE HERE", "my own work", 1))
+    mine = edited.read_bytes()
+
+    def tab(instructor: bool, *act: str) -> dict:
+        _, env = workspace.lab_command(root, instructor=instructor, extra=[])
+        env.update(NBGRADER_EXCHANGE=str(exchange), JUPYTER_DATA_DIR=str(tmp_path / "data"))
+        run = subprocess.run(
+            [sys.executable, "-c", ASSIGNMENTS_TAB, *act],
+            cwd=root,  # `course lab` runs its server in the course folder
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert run.returncode == 0, run.stderr
+        return json.loads(run.stdout.splitlines()[-1])
+
+    said = tab(False, "act")
+    assert said["assignment_dir"] == str(root / "work")
+    assert not said["fetch_existing"]["success"]
+    assert "already have a copy" in said["fetch_existing"]["value"]
+    assert edited.read_bytes() == mine  # never overwritten
+    assert said["fetch_new"] == {"success": True}
+    assert (root / "work" / "02_linear" / "linear.ipynb").is_file()
+    assert said["submit"] == {"success": True}, said["submit"]
+    [sent] = (exchange / "everything-leaks" / "inbound").glob("*+01_backprop+*")
+    assert (sent / "backprop.ipynb").read_bytes() == mine
+    assert not (root / "01_backprop").exists() and not (root / "02_linear").exists()
+    listed = {(a["assignment_id"], a["status"]): a for a in said["listed"]["value"]}
+    assert listed[("01_backprop", "fetched")]["path"] == "work/01_backprop"
+    assert ("01_backprop", "submitted") in listed
+    assert workspace.stray_fetches(root) == []
+    # The instructor's lab reads the settings as the tab does (its folder, then the Jupyter
+    # set-up `course lab --instructor` gives it): nbgrader's default, the lab's root.
+    from nbgrader.apps import NbGrader
+
+    _, env = workspace.lab_command(root, instructor=True, extra=[])
+    monkeypatch.delenv("JUPYTER_CONFIG_DIR", raising=False)
+    monkeypatch.setenv("JUPYTER_CONFIG_PATH", env["JUPYTER_CONFIG_PATH"])
+    monkeypatch.setenv("NBGRADER_EXCHANGE", str(exchange))
+    monkeypatch.chdir(root)
+    app = NbGrader()
+    app.load_config_file()
+    assert "assignment_dir" not in app.config.Exchange
+    assert app.config.Exchange.root == str(exchange)
+    (root / "01_backprop").mkdir()  # a copy fetched before the tab used work/
+    assert workspace.stray_fetches(root) == ["01_backprop"]
