@@ -63,8 +63,11 @@ def run_all(path: Path) -> nbformat.NotebookNode:
     """As JupyterLab's Run All: from a fresh kernel, stopping at the first cell that raises."""
     nb = nbformat.read(path, as_version=4)
     start = time.perf_counter()
+    # What is tested is where Run All stops, not how fast: a cell's time is the machine's.
+    # 05 solved ran whole in 58 s beside other tests, yet its sweep cell went past 180 s at a
+    # load of 13 (stop 57), so the timeout only catches a hung kernel.
     TimedNotebookClient(
-        nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+        nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
     ).execute()  # allow_errors=False: a cell that raises raises here
     print(f"{path.parent.name}: {time.perf_counter() - start:.1f} s")
     return nb
