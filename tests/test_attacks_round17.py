@@ -1,0 +1,300 @@
+"""Round 17 of the attacks (the fresh attacker of round 17, on 09 part 9, `diagnose`).
+
+The hidden check `diagnose` hands the student's `diagnose(run)` seven runs made by
+`course.runs.make_run` in the student's kernel, and credits 4 points only if all seven
+diagnoses equal each run's true leak (the truth is read from the reference's run of the
+probe). What was tried, without measuring the runs:
+
+- read_run: the run's objects say what it is. A wrong backward pass is the only kind whose
+  model has a non-empty `hidden` (the planted term is a plain attribute of every model
+  `run.model()` makes); labels that do not match are the only ones that differ from the
+  public digits' labels of the same rows (`course.data.digits()`, looked up by the row's
+  bytes: `make_run` takes its rows from that split, then rolls the labels). The rest from
+  the run's public numbers (its learning rate against HEALTHY_RATE, W1's scale): no step of
+  training, no gradient check, no loss computed. 4 of 4 in about a millisecond a run.
+- closure_run: the same from `run.new_model.__closure__` (cells `hidden` and `scale`), for
+  a run whose model would hide its `hidden` attribute.
+- labels_by_fingerprint, backward_by_attribute: the reference's diagnosis with one of its
+  instruments replaced by the reading above (each alone is enough).
+- tag_make_run: the student's cell wraps `course.checks.leaks.make_run` (the name the
+  probe calls) to tag each run with its kind; `diagnose` returns the tag. 4 of 4.
+- forge_record: the student's cell wraps `course.grader.probe.Outputs.record` so that the
+  diagnoses key records the probe's own truth (the second value of its compute). 4 of 4.
+- eq_always: a str subclass whose __eq__ is always True (passes `isinstance(answer, str)`
+  and `answer in CAUSES`, and CAUSES.index gives 0 for it): "no leak" seven times, 0.
+
+The ones that succeed are xfail(strict): fixes are the maintainer's. Each is judged
+in-process (course.authoring.classroom.judge_in_process, public inputs); the patches of
+the grader's modules are undone after each test (in-process they would otherwise stay in
+the test process). The slow test grades them for real (`course grade`).
+"""
+
+import functools
+
+import pytest
+
+from course.authoring.classroom import judge_in_process, solution_sources
+from course.authoring.variants import source_notebook
+
+ASSIGNMENT, NOTEBOOK, CELL, CHECK = "09_leaks", "leaks", "diagnose_solution", "diagnose"
+
+# Nothing measured: the model's planted term, the digits' own labels, the public numbers.
+READ_RUN = """
+import numpy as _np
+from course.data import digits as _digits
+from course.runs import HEALTHY_RATE as _HEALTHY
+
+_split = _digits()
+_LABEL_OF = {row.tobytes(): int(lab) for row, lab in zip(_split.X_train, _split.y_train)}
+
+
+def _labels_moved(run):
+    known = _np.array([_LABEL_OF.get(row.tobytes(), -1) for row in run.X_train])
+    return _np.mean(known != run.y_train) > 0.5
+
+
+def diagnose(run):
+    model = run.model()
+    if getattr(model, "hidden", None):
+        return "a wrong backward pass"
+    if _labels_moved(run):
+        return "labels that do not match the inputs"
+    if run.learning_rate > 10 * _HEALTHY[1]:
+        return "learning rate too high"
+    if run.learning_rate < _HEALTHY[0] / 10:
+        return "learning rate too low"
+    if _np.std(model.params["W1"]) * _np.sqrt(model.params["W1"].shape[0]) > 5:
+        return "initialisation too large"
+    return "no leak"
+"""
+
+# The same from the closure of run.new_model: what make_run decided, by name.
+CLOSURE_RUN = """
+import numpy as _np
+from course.data import digits as _digits
+
+_split = _digits()
+_LABEL_OF = {row.tobytes(): int(lab) for row, lab in zip(_split.X_train, _split.y_train)}
+
+
+def diagnose(run):
+    f = run.new_model
+    cells = dict(zip(f.__code__.co_freevars, (c.cell_contents for c in f.__closure__)))
+    if cells.get("hidden"):
+        return "a wrong backward pass"
+    if cells.get("scale", 1.0) != 1.0:
+        return "initialisation too large"
+    known = _np.array([_LABEL_OF.get(row.tobytes(), -1) for row in run.X_train])
+    if _np.mean(known != run.y_train) > 0.5:
+        return "labels that do not match the inputs"
+    if run.learning_rate > 1.0:
+        return "learning rate too high"
+    if run.learning_rate < 1e-3:
+        return "learning rate too low"
+    return "no leak"
+"""
+
+_REFERENCE_HEAD = """
+def diagnose(run):
+    model = run.model()
+    ln_c = expected_initial_loss(model.loss(run.X_val[:1]).shape[1])
+    if dataset_loss(model, run.X_train, run.y_train, 256) > ln_c + 1:
+        return "initialisation too large"
+    order, ratios = np.random.default_rng(0), []
+    for _ in range(10):
+        batch = order.choice(len(run.X_train), run.batch_size, replace=False)
+        before = {"W1": model.params["W1"].copy()}
+        run.step(model, run.X_train[batch], run.y_train[batch])
+        ratios.append(update_ratios(before, {"W1": model.params["W1"]})["W1"])
+    if max(ratios) > 0.1:
+        return "learning rate too high"
+    if max(ratios) < 1e-4:
+        return "learning rate too low"
+"""
+
+# The reference, its last instrument (a whole training run and a validation loss) replaced
+# by a look-up of the rows' labels in the public digits.
+LABELS_BY_FINGERPRINT = (
+    """
+from course.data import digits as _digits
+
+_split = _digits()
+_LABEL_OF = {row.tobytes(): int(lab) for row, lab in zip(_split.X_train, _split.y_train)}
+"""
+    + _REFERENCE_HEAD
+    + """
+    errors = gradient_check_model(run.model(), run.X_train[:5], run.y_train[:5])
+    if max(errors.values()) > 1e-3:
+        return "a wrong backward pass"
+    known = np.array([_LABEL_OF.get(row.tobytes(), -1) for row in run.X_train])
+    if np.mean(known != run.y_train) > 0.5:
+        return "labels that do not match the inputs"
+    return "no leak"
+"""
+)
+
+# The reference, its gradient check replaced by reading the model's planted term.
+BACKWARD_BY_ATTRIBUTE = (
+    _REFERENCE_HEAD
+    + """
+    if run.model().hidden:
+        return "a wrong backward pass"
+    trained, _ = run.train()
+    if dataset_loss(trained, run.X_val, run.y_val, 256) > 0.8 * ln_c:
+        return "labels that do not match the inputs"
+    return "no leak"
+"""
+)
+
+# The probe's maker of runs, wrapped: each run carries its kind.
+TAG_MAKE_RUN = """
+import course.checks.leaks as _leaks
+
+_make = getattr(_leaks.make_run, "__wrapped__", _leaks.make_run)
+
+
+def _tagging(kind, rng, data):
+    run = _make(kind, rng, data)
+    run._kind = kind
+    return run
+
+
+_tagging.__wrapped__ = _make
+_leaks.make_run = _tagging
+
+
+def diagnose(run):
+    return getattr(run, "_kind", "no leak")
+"""
+
+# The probe's recorder, wrapped: the diagnoses key records the probe's own truth.
+FORGE_RECORD = """
+import numpy as _np
+import course.grader.probe as _probe
+
+_record = getattr(_probe.Outputs.record, "__wrapped__", _probe.Outputs.record)
+
+
+def _forging(self, keys, compute):
+    if isinstance(keys, list) and keys and str(keys[0]).startswith("diagnoses:"):
+        def forged():
+            _, truth = compute()
+            return [_np.array(truth), _np.array(truth)]
+        return _record(self, keys, forged)
+    return _record(self, keys, compute)
+
+
+_forging.__wrapped__ = _record
+_probe.Outputs.record = _forging
+
+
+def diagnose(run):
+    return "no leak"
+"""
+
+# A str that equals everything: passes `isinstance(answer, str) and answer in CAUSES`.
+EQ_ALWAYS = """
+class _Every(str):
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = str.__hash__
+
+
+def diagnose(run):
+    return _Every("over-fitting")
+"""
+
+ATTACKS = {
+    "read_run": READ_RUN,
+    "closure_run": CLOSURE_RUN,
+    "labels_by_fingerprint": LABELS_BY_FINGERPRINT,
+    "backward_by_attribute": BACKWARD_BY_ATTRIBUTE,
+    "tag_make_run": TAG_MAKE_RUN,
+    "forge_record": FORGE_RECORD,
+    "eq_always": EQ_ALWAYS,
+}
+
+
+@functools.cache
+def _notebook():
+    return source_notebook(ASSIGNMENT, NOTEBOOK)
+
+
+@pytest.fixture(autouse=True)
+def _undo_patches():
+    """In-process, a student's patch of the grader's modules would stay in this process."""
+    import course.checks.leaks as leaks
+    import course.grader.probe as probe
+
+    make_run, record = leaks.make_run, probe.Outputs.record
+    yield
+    leaks.make_run, probe.Outputs.record = make_run, record
+
+
+def _judge(code: str) -> float:
+    nb = _notebook()
+    return judge_in_process(nb, {**solution_sources(nb), CELL: code}, only={CHECK})[CHECK]
+
+
+@pytest.mark.xfail(strict=True, reason="model.hidden + digits' labels + public numbers: 4 of 4")
+def test_diagnose_earns_nothing_by_reading_the_run_without_measuring_it():
+    assert _judge(READ_RUN) == 0.0
+
+
+@pytest.mark.xfail(strict=True, reason="new_model's closure names hidden and scale: 4 of 4")
+def test_diagnose_earns_nothing_from_the_closure_of_new_model():
+    assert _judge(CLOSURE_RUN) == 0.0
+
+
+@pytest.mark.xfail(strict=True, reason="np.roll of labels found against course.data.digits()")
+def test_diagnose_earns_nothing_by_looking_up_the_labels_in_the_digits():
+    assert _judge(LABELS_BY_FINGERPRINT) == 0.0
+
+
+@pytest.mark.xfail(strict=True, reason="model.hidden non-empty only for a wrong backward pass")
+def test_diagnose_earns_nothing_by_reading_the_planted_term():
+    assert _judge(BACKWARD_BY_ATTRIBUTE) == 0.0
+
+
+@pytest.mark.xfail(strict=True, reason="kernel's course.checks.leaks.make_run wrapped: 4 of 4")
+def test_diagnose_earns_nothing_by_tagging_the_probes_runs():
+    assert _judge(TAG_MAKE_RUN) == 0.0
+
+
+@pytest.mark.xfail(strict=True, reason="kernel's Outputs.record copies the probe's truth: 4/4")
+def test_diagnose_earns_nothing_by_recording_the_probes_truth():
+    assert _judge(FORGE_RECORD) == 0.0
+
+
+def test_diagnose_earns_nothing_from_a_str_equal_to_everything():
+    assert _judge(EQ_ALWAYS) == 0.0
+
+
+def test_the_reference_keeps_its_diagnose_points():
+    """The control: the source solution earns the full 4 on the same judging."""
+    nb = _notebook()
+    assert judge_in_process(nb, solution_sources(nb), only={CHECK}) == {CHECK: 4.0}
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="graded for real, the attacks above but eq_always earn 4")
+def test_diagnose_attacks_graded_for_real_earn_nothing(tmp_path):
+    from tests.harness import Batch
+
+    batch = Batch(tmp_path / "course", ASSIGNMENT, NOTEBOOK)
+    batch.submit("honest", batch.answered(trim=True))
+    for name, code in ATTACKS.items():
+        batch.submit(name.replace("_", ""), batch.answered({CELL: code}, trim=True))
+    done = batch.course_grade()
+    if done.returncode not in (0, 1):
+        pytest.fail(done.stdout + done.stderr)  # the grading itself failed
+    scores = batch.scores()
+    if scores["honest"] != batch.max_scores():  # the control
+        pytest.fail(f"the reference lost points: {scores['honest']}")
+    forged = {name: scores[name.replace("_", "")][CHECK] for name in ATTACKS}
+    print(forged)
+    assert all(points == 0.0 for points in forged.values()), forged
