@@ -20,6 +20,10 @@ probe). What was tried, without measuring the runs:
   probe calls) to tag each run with its kind; `diagnose` returns the tag. 4 of 4.
 - forge_record: the student's cell wraps `course.grader.probe.Outputs.record` so that the
   diagnoses key records the probe's own truth (the second value of its compute). 4 of 4.
+- causes_spy: the student's cell replaces `course.checks.leaks.CAUSES` with a tuple subclass
+  whose `index` remembers its argument; the probe computes the truth (`CAUSES.index(kind)`
+  for each run, in order) before its first call of `diagnose`, which returns them in
+  turn. 4 of 4.
 - eq_always: a str subclass whose __eq__ is always True (passes `isinstance(answer, str)`
   and `answer in CAUSES`, and CAUSES.index gives 0 for it): "no leak" seven times, 0.
 
@@ -192,6 +196,28 @@ def diagnose(run):
     return "no leak"
 """
 
+# The probe's CAUSES, replaced by a tuple that remembers what it was asked: the probe
+# computes each run's truth (CAUSES.index(kind), in the runs' order) before it calls
+# diagnose once.
+CAUSES_SPY = """
+import course.checks.leaks as _leaks
+
+_ASKED = []
+
+
+class _Spy(tuple):
+    def index(self, value, *args):
+        _ASKED.append(value)
+        return tuple.index(self, value, *args)
+
+
+_leaks.CAUSES = _Spy(tuple(_leaks.CAUSES))
+
+
+def diagnose(run):
+    return str(_ASKED.pop(0)) if _ASKED else "no leak"
+"""
+
 # A str that equals everything: passes `isinstance(answer, str) and answer in CAUSES`.
 EQ_ALWAYS = """
 class _Every(str):
@@ -215,6 +241,7 @@ ATTACKS = {
     "backward_by_attribute": BACKWARD_BY_ATTRIBUTE,
     "tag_make_run": TAG_MAKE_RUN,
     "forge_record": FORGE_RECORD,
+    "causes_spy": CAUSES_SPY,
     "eq_always": EQ_ALWAYS,
 }
 
@@ -230,9 +257,9 @@ def _undo_patches():
     import course.checks.leaks as leaks
     import course.grader.probe as probe
 
-    make_run, record = leaks.make_run, probe.Outputs.record
+    make_run, record, causes = leaks.make_run, probe.Outputs.record, leaks.CAUSES
     yield
-    leaks.make_run, probe.Outputs.record = make_run, record
+    leaks.make_run, probe.Outputs.record, leaks.CAUSES = make_run, record, causes
 
 
 def _judge(code: str) -> float:
@@ -268,6 +295,11 @@ def test_diagnose_earns_nothing_by_tagging_the_probes_runs():
 @pytest.mark.xfail(strict=True, reason="kernel's Outputs.record copies the probe's truth: 4/4")
 def test_diagnose_earns_nothing_by_recording_the_probes_truth():
     assert _judge(FORGE_RECORD) == 0.0
+
+
+@pytest.mark.xfail(strict=True, reason="kernel's leaks.CAUSES spies on the truth's index calls")
+def test_diagnose_earns_nothing_by_spying_on_the_probes_causes():
+    assert _judge(CAUSES_SPY) == 0.0
 
 
 def test_diagnose_earns_nothing_from_a_str_equal_to_everything():
