@@ -20,6 +20,9 @@ probe). What was tried, without measuring the runs:
   probe calls) to tag each run with its kind; `diagnose` returns the tag. 4 of 4.
 - forge_record: the student's cell wraps `course.grader.probe.Outputs.record` so that the
   diagnoses key records the probe's own truth (the second value of its compute). 4 of 4.
+- marked_digits: the student's cell replaces `course.checks.leaks.digits` by the split with
+  each label written into a corner pixel; the runs' kinds do not change (the draws do not
+  depend on the data's values) and a moved label shows without training. 4 of 4.
 - causes_spy: the student's cell replaces `course.checks.leaks.CAUSES` with a tuple subclass
   whose `index` remembers its argument; the probe computes the truth (`CAUSES.index(kind)`
   for each run, in order) before its first call of `diagnose`, which returns them in
@@ -196,6 +199,42 @@ def diagnose(run):
     return "no leak"
 """
 
+# The probe's digits, replaced by the same split with each row's label written into its
+# first pixel (a corner, 0 in nearly every digit) over 1000: the runs are as before but for
+# that pixel, their kinds the same (the draws do not depend on the data's values), and a
+# moved label shows without training. The backward pass by the student's own gradient
+# check, the rest by the public numbers.
+MARKED_DIGITS = """
+import course.checks.leaks as _leaks
+from course.data import digits as _digits
+from course.runs import HEALTHY_RATE as _HEALTHY
+
+
+def _marked():
+    split = _digits()
+    split.X_train[:, 0] = split.y_train / 1000
+    return split
+
+
+_leaks.digits = _marked
+
+
+def diagnose(run):
+    if np.mean(np.round(run.X_train[:, 0] * 1000) != run.y_train) > 0.5:
+        return "labels that do not match the inputs"
+    if run.learning_rate > 10 * _HEALTHY[1]:
+        return "learning rate too high"
+    if run.learning_rate < _HEALTHY[0] / 10:
+        return "learning rate too low"
+    W1 = run.model().params["W1"]
+    if np.std(W1) * np.sqrt(W1.shape[0]) > 5:
+        return "initialisation too large"
+    errors = gradient_check_model(run.model(), run.X_train[:5], run.y_train[:5])
+    if max(errors.values()) > 1e-3:
+        return "a wrong backward pass"
+    return "no leak"
+"""
+
 # The probe's CAUSES, replaced by a tuple that remembers what it was asked: the probe
 # computes each run's truth (CAUSES.index(kind), in the runs' order) before it calls
 # diagnose once.
@@ -241,6 +280,7 @@ ATTACKS = {
     "backward_by_attribute": BACKWARD_BY_ATTRIBUTE,
     "tag_make_run": TAG_MAKE_RUN,
     "forge_record": FORGE_RECORD,
+    "marked_digits": MARKED_DIGITS,
     "causes_spy": CAUSES_SPY,
     "eq_always": EQ_ALWAYS,
 }
@@ -257,9 +297,9 @@ def _undo_patches():
     import course.checks.leaks as leaks
     import course.grader.probe as probe
 
-    make_run, record, causes = leaks.make_run, probe.Outputs.record, leaks.CAUSES
+    saved = leaks.make_run, leaks.digits, leaks.CAUSES, probe.Outputs.record
     yield
-    leaks.make_run, probe.Outputs.record, leaks.CAUSES = make_run, record, causes
+    leaks.make_run, leaks.digits, leaks.CAUSES, probe.Outputs.record = saved
 
 
 def _judge(code: str) -> float:
@@ -295,6 +335,11 @@ def test_diagnose_earns_nothing_by_tagging_the_probes_runs():
 @pytest.mark.xfail(strict=True, reason="kernel's Outputs.record copies the probe's truth: 4/4")
 def test_diagnose_earns_nothing_by_recording_the_probes_truth():
     assert _judge(FORGE_RECORD) == 0.0
+
+
+@pytest.mark.xfail(strict=True, reason="kernel's leaks.digits writes each label into a pixel")
+def test_diagnose_earns_nothing_by_marking_the_probes_digits():
+    assert _judge(MARKED_DIGITS) == 0.0
 
 
 @pytest.mark.xfail(strict=True, reason="kernel's leaks.CAUSES spies on the truth's index calls")
