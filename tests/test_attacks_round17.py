@@ -27,13 +27,17 @@ probe). What was tried, without measuring the runs:
   whose `index` remembers its argument; the probe computes the truth (`CAUSES.index(kind)`
   for each run, in order) before its first call of `diagnose`, which returns them in
   turn. 4 of 4.
+- referrers: `gc.get_referrers(run)` finds the probe's (kind, run) tuple (diagnose_runs'
+  list): neither the stack nor the seed nor a patch. 4 of 4.
 - eq_always: a str subclass whose __eq__ is always True (passes `isinstance(answer, str)`
   and `answer in CAUSES`, and CAUSES.index gives 0 for it): "no leak" seven times, 0.
 
-The ones that succeed are xfail(strict): fixes are the maintainer's. Each is judged
-in-process (course.authoring.classroom.judge_in_process, public inputs); the patches of
-the grader's modules are undone after each test (in-process they would otherwise stay in
-the test process). The slow test grades them for real (`course grade`).
+The ones that succeed are xfail(strict, raises=AssertionError: an error of the judging,
+or a control that lost points in the slow test, fails them instead); fixes are the
+maintainer's. Each is judged in-process (course.authoring.classroom.judge_in_process,
+public inputs); the patches of the grader's modules are undone after each test
+(in-process they would otherwise stay in the test process). The slow test grades them for
+real (`course grade`).
 """
 
 import functools
@@ -257,6 +261,19 @@ def diagnose(run):
     return str(_ASKED.pop(0)) if _ASKED else "no leak"
 """
 
+# Neither the stack nor the seed nor a patch: the probe keeps each run in a (kind, run)
+# tuple, and the garbage collector lists the objects that refer to the run.
+REFERRERS = """
+import gc as _gc
+
+
+def diagnose(run):
+    for holder in _gc.get_referrers(run):
+        if isinstance(holder, tuple) and len(holder) == 2 and holder[1] is run:
+            return str(holder[0])
+    return "no leak"
+"""
+
 # A str that equals everything: passes `isinstance(answer, str) and answer in CAUSES`.
 EQ_ALWAYS = """
 class _Every(str):
@@ -282,6 +299,7 @@ ATTACKS = {
     "forge_record": FORGE_RECORD,
     "marked_digits": MARKED_DIGITS,
     "causes_spy": CAUSES_SPY,
+    "referrers": REFERRERS,
     "eq_always": EQ_ALWAYS,
 }
 
@@ -307,44 +325,79 @@ def _judge(code: str) -> float:
     return judge_in_process(nb, {**solution_sources(nb), CELL: code}, only={CHECK})[CHECK]
 
 
-@pytest.mark.xfail(strict=True, reason="model.hidden + digits' labels + public numbers: 4 of 4")
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="model.hidden + digits' labels + public numbers: 4 of 4",
+)
 def test_diagnose_earns_nothing_by_reading_the_run_without_measuring_it():
     assert _judge(READ_RUN) == 0.0
 
 
-@pytest.mark.xfail(strict=True, reason="new_model's closure names hidden and scale: 4 of 4")
+@pytest.mark.xfail(
+    strict=True, raises=AssertionError, reason="new_model's closure names hidden and scale: 4 of 4"
+)
 def test_diagnose_earns_nothing_from_the_closure_of_new_model():
     assert _judge(CLOSURE_RUN) == 0.0
 
 
-@pytest.mark.xfail(strict=True, reason="np.roll of labels found against course.data.digits()")
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="np.roll of labels found against course.data.digits()",
+)
 def test_diagnose_earns_nothing_by_looking_up_the_labels_in_the_digits():
     assert _judge(LABELS_BY_FINGERPRINT) == 0.0
 
 
-@pytest.mark.xfail(strict=True, reason="model.hidden non-empty only for a wrong backward pass")
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="model.hidden non-empty only for a wrong backward pass",
+)
 def test_diagnose_earns_nothing_by_reading_the_planted_term():
     assert _judge(BACKWARD_BY_ATTRIBUTE) == 0.0
 
 
-@pytest.mark.xfail(strict=True, reason="kernel's course.checks.leaks.make_run wrapped: 4 of 4")
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="kernel's course.checks.leaks.make_run wrapped: 4 of 4",
+)
 def test_diagnose_earns_nothing_by_tagging_the_probes_runs():
     assert _judge(TAG_MAKE_RUN) == 0.0
 
 
-@pytest.mark.xfail(strict=True, reason="kernel's Outputs.record copies the probe's truth: 4/4")
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="kernel's Outputs.record copies the probe's truth: 4/4",
+)
 def test_diagnose_earns_nothing_by_recording_the_probes_truth():
     assert _judge(FORGE_RECORD) == 0.0
 
 
-@pytest.mark.xfail(strict=True, reason="kernel's leaks.digits writes each label into a pixel")
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="kernel's leaks.digits writes each label into a pixel",
+)
 def test_diagnose_earns_nothing_by_marking_the_probes_digits():
     assert _judge(MARKED_DIGITS) == 0.0
 
 
-@pytest.mark.xfail(strict=True, reason="kernel's leaks.CAUSES spies on the truth's index calls")
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="kernel's leaks.CAUSES spies on the truth's index calls",
+)
 def test_diagnose_earns_nothing_by_spying_on_the_probes_causes():
     assert _judge(CAUSES_SPY) == 0.0
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="gc.get_referrers(run): (kind, run)")
+def test_diagnose_earns_nothing_from_the_runs_referrers():
+    assert _judge(REFERRERS) == 0.0
 
 
 def test_diagnose_earns_nothing_from_a_str_equal_to_everything():
@@ -358,7 +411,11 @@ def test_the_reference_keeps_its_diagnose_points():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="graded for real, the attacks above but eq_always earn 4")
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="graded for real, the attacks above but eq_always earn 4",
+)
 def test_diagnose_attacks_graded_for_real_earn_nothing(tmp_path):
     from tests.harness import Batch
 
