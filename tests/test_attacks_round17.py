@@ -32,12 +32,15 @@ probe). What was tried, without measuring the runs:
 - eq_always: a str subclass whose __eq__ is always True (passes `isinstance(answer, str)`
   and `answer in CAUSES`, and CAUSES.index gives 0 for it): "no leak" seven times, 0.
 
-The ones that succeed are xfail(strict, raises=AssertionError: an error of the judging,
-or a control that lost points in the slow test, fails them instead); fixes are the
-maintainer's. Each is judged in-process (course.authoring.classroom.judge_in_process,
-public inputs); the patches of the grader's modules are undone after each test
-(in-process they would otherwise stay in the test process). The slow test grades them for
-real (`course grade`).
+Closed (the probe computes the true kinds only in the grader's own run, and drops them in
+a kernel before the learner's code runs): forge_record, causes_spy, referrers. Declined,
+strict xfails (README, "Not protected"): reading the run's code and data (read_run,
+closure_run, labels_by_fingerprint, backward_by_attribute), which the assignment hands the
+learner on purpose, and patching the grader's code in the kernel to see the inputs it
+builds (tag_make_run, marked_digits), as reading the check's seed there. Each is judged
+in-process (course.authoring.classroom.judge_in_process, public inputs); the patches of
+the grader's modules are undone after each test (in-process they would otherwise stay in
+the test process). The slow test grades them for real (`course grade`).
 """
 
 import functools
@@ -48,6 +51,14 @@ from course.authoring.classroom import judge_in_process, solution_sources
 from course.authoring.variants import source_notebook
 
 ASSIGNMENT, NOTEBOOK, CELL, CHECK = "09_leaks", "leaks", "diagnose_solution", "diagnose"
+READING_DECLINED = (
+    "declined (README, 'Not protected'): reading a run's code and data is a diagnosis the "
+    "assignment allows"
+)
+PATCHING_DECLINED = (
+    "declined (README, 'Not protected'): patching the grader's code in the kernel to see "
+    "the inputs it builds, as reading the check's seed there"
+)
 
 # Nothing measured: the model's planted term, the digits' own labels, the public numbers.
 READ_RUN = """
@@ -328,14 +339,16 @@ def _judge(code: str) -> float:
 @pytest.mark.xfail(
     strict=True,
     raises=AssertionError,
-    reason="model.hidden + digits' labels + public numbers: 4 of 4",
+    reason=READING_DECLINED,
 )
 def test_diagnose_earns_nothing_by_reading_the_run_without_measuring_it():
     assert _judge(READ_RUN) == 0.0
 
 
 @pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason="new_model's closure names hidden and scale: 4 of 4"
+    strict=True,
+    raises=AssertionError,
+    reason=READING_DECLINED,
 )
 def test_diagnose_earns_nothing_from_the_closure_of_new_model():
     assert _judge(CLOSURE_RUN) == 0.0
@@ -344,7 +357,7 @@ def test_diagnose_earns_nothing_from_the_closure_of_new_model():
 @pytest.mark.xfail(
     strict=True,
     raises=AssertionError,
-    reason="np.roll of labels found against course.data.digits()",
+    reason=READING_DECLINED,
 )
 def test_diagnose_earns_nothing_by_looking_up_the_labels_in_the_digits():
     assert _judge(LABELS_BY_FINGERPRINT) == 0.0
@@ -353,7 +366,7 @@ def test_diagnose_earns_nothing_by_looking_up_the_labels_in_the_digits():
 @pytest.mark.xfail(
     strict=True,
     raises=AssertionError,
-    reason="model.hidden non-empty only for a wrong backward pass",
+    reason=READING_DECLINED,
 )
 def test_diagnose_earns_nothing_by_reading_the_planted_term():
     assert _judge(BACKWARD_BY_ATTRIBUTE) == 0.0
@@ -362,17 +375,12 @@ def test_diagnose_earns_nothing_by_reading_the_planted_term():
 @pytest.mark.xfail(
     strict=True,
     raises=AssertionError,
-    reason="kernel's course.checks.leaks.make_run wrapped: 4 of 4",
+    reason=PATCHING_DECLINED,
 )
 def test_diagnose_earns_nothing_by_tagging_the_probes_runs():
     assert _judge(TAG_MAKE_RUN) == 0.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="kernel's Outputs.record copies the probe's truth: 4/4",
-)
 def test_diagnose_earns_nothing_by_recording_the_probes_truth():
     assert _judge(FORGE_RECORD) == 0.0
 
@@ -380,22 +388,16 @@ def test_diagnose_earns_nothing_by_recording_the_probes_truth():
 @pytest.mark.xfail(
     strict=True,
     raises=AssertionError,
-    reason="kernel's leaks.digits writes each label into a pixel",
+    reason=PATCHING_DECLINED,
 )
 def test_diagnose_earns_nothing_by_marking_the_probes_digits():
     assert _judge(MARKED_DIGITS) == 0.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="kernel's leaks.CAUSES spies on the truth's index calls",
-)
 def test_diagnose_earns_nothing_by_spying_on_the_probes_causes():
     assert _judge(CAUSES_SPY) == 0.0
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="gc.get_referrers(run): (kind, run)")
 def test_diagnose_earns_nothing_from_the_runs_referrers():
     assert _judge(REFERRERS) == 0.0
 
@@ -411,17 +413,17 @@ def test_the_reference_keeps_its_diagnose_points():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="graded for real, the attacks above but eq_always earn 4",
-)
 def test_diagnose_attacks_graded_for_real_earn_nothing(tmp_path):
+    """The routes closed in round 17 (and eq_always), through `course grade` with secret
+    seeds in the sandboxed kernel, beside an honest submission."""
     from tests.harness import Batch
 
+    closed = {
+        name: ATTACKS[name] for name in ("forge_record", "causes_spy", "referrers", "eq_always")
+    }
     batch = Batch(tmp_path / "course", ASSIGNMENT, NOTEBOOK)
     batch.submit("honest", batch.answered(trim=True))
-    for name, code in ATTACKS.items():
+    for name, code in closed.items():
         batch.submit(name.replace("_", ""), batch.answered({CELL: code}, trim=True))
     done = batch.course_grade()
     if done.returncode not in (0, 1):
@@ -429,6 +431,5 @@ def test_diagnose_attacks_graded_for_real_earn_nothing(tmp_path):
     scores = batch.scores()
     if scores["honest"] != batch.max_scores():  # the control
         pytest.fail(f"the reference lost points: {scores['honest']}")
-    forged = {name: scores[name.replace("_", "")][CHECK] for name in ATTACKS}
-    print(forged)
+    forged = {name: scores[name.replace("_", "")][CHECK] for name in closed}
     assert all(points == 0.0 for points in forged.values()), forged

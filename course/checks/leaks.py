@@ -15,6 +15,7 @@ import numpy as np
 from course.checks.common import as_given, copies, flat, left_as_given
 from course.data import digits
 from course.grader.model import Assignment, Check, Rule, register
+from course.grader.probe import in_the_grader
 from course.runs import CAUSES, RUN_KINDS, TanhNet, make_run
 
 ASSIGNMENT = Assignment(
@@ -509,35 +510,37 @@ register(
 # ---------------------------------------------------------------- broken runs
 
 
-def diagnose_runs(rng) -> list[tuple[str, object]]:
-    """Seven (kind, run) (course.runs.make_run): every kind of RUN_KINDS once and one of
-    them twice, in an order the inputs decide, so that no diagnosis is found by
-    elimination."""
-    kinds = [*RUN_KINDS, rng.choice(RUN_KINDS)]
-    data = digits()
-    return [(str(kind), make_run(str(kind), rng, data)) for kind in rng.permutation(kinds)]
-
-
 def probe_diagnose(student, rng, out):
-    """The learner's diagnosis of each run, as its index in CAUSES, all in one observation
-    (a diagnosis that ignores its run, always "no leak", is right on some, and earns nothing
-    for that), and each run's true cause, which the grader reads from the reference's run
-    of this probe (Rule.uses): a diagnosis is judged against the leak the run has, not
-    against the reference's diagnosis of it."""
-    runs = diagnose_runs(rng)
-    truth = np.array([CAUSES.index(kind) for kind, _ in runs], dtype=np.float64)
+    """The learner's diagnosis of seven runs (course.runs.make_run): every kind of
+    RUN_KINDS once and one of them twice, in an order the inputs decide, so that no
+    diagnosis is found by elimination. Recorded as indices of CAUSES, all in one
+    observation: a diagnosis that ignores its run (always "no leak") is right on some, and
+    earns nothing for that.
+
+    The runs' true kinds are the grader's alone (round 17): computed only in the grader's
+    own run of this probe (Rule.uses), and in a kernel dropped before the learner's code
+    runs, so that nothing the kernel records or keeps beside the runs says what they are.
+    """
+    kinds = [str(k) for k in rng.permutation([*RUN_KINDS, rng.choice(RUN_KINDS)])]
+    data = digits()
+    runs = [make_run(kind, rng, data) for kind in kinds]
+    truth = np.full(len(runs), np.nan)
+    if in_the_grader():
+        truth = np.array([CAUSES.index(kind) for kind in kinds], dtype=np.float64)
+    del kinds
 
     def compute():
         found = []
-        for _, run in runs:
+        for run in runs:
             answer = student.diagnose(run)
             if not isinstance(answer, str) or answer not in CAUSES:
                 raise ValueError(f"diagnose returned {answer!r}, not one of CAUSES")
             found.append(CAUSES.index(answer))
-        return [np.array(found, dtype=np.float64), truth]
+        return np.array(found, dtype=np.float64)
 
     detail = f"of runs 1 to {len(runs)}"
-    out.record([f"diagnoses:{detail}", f"truth:{detail}"], compute)
+    out.record(f"diagnoses:{detail}", compute)
+    out.record(f"truth:{detail}", lambda: truth)
 
 
 def _causes(got, want):

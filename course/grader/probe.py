@@ -127,6 +127,14 @@ def trusted():
         _TRUSTED[0] = False
 
 
+def in_the_grader() -> bool:
+    """Whether this probe runs the source solutions in the grader's process: what only the
+    grader may know (09's true leaks) is computed there alone. A kernel that sets this
+    computes what its seed already gives it (README, "Not protected"); the grader never
+    reads a kernel's value of it."""
+    return _TRUSTED[0]
+
+
 def lines_run(compute: Callable[[], object]) -> tuple[object, float]:
     """(compute(), how many lines of the student's own code it ran): an observation of how
     much work a function does, for the rule that a backward pass is written by hand (a
