@@ -188,6 +188,18 @@ MUTANTS = [
             '    return "no leak"',
         ),
     ),
+    m(
+        "diagnose: a gradient check with a step of 1e-2 (its truncation read as a bug)",
+        DIAGNOSE,
+        {"diagnose"},
+        ("run.X_train[:5], run.y_train[:5])", "run.X_train[:5], run.y_train[:5], h=1e-2)"),
+    ),
+    m(
+        "diagnose: the gradient check of W1 alone",
+        DIAGNOSE,
+        {"diagnose"},
+        ("if max(errors.values()) > 1e-3:", 'if errors["W1"] > 1e-3:'),
+    ),
     # mean_interval, paired_interval, improvement_is_real
     wrong(
         "interval: the population standard deviation (ddof=0)",
