@@ -916,12 +916,14 @@ show_readings(
 
 # %% [markdown]
 # A healthy run of this family starts within a few hundredths of $\ln 10$, moves its
-# first layer by between a thousandth and a hundredth of its norm a step, passes the
-# gradient check (an error far below $10^{-3}$), and ends well below $\ln 10$ on
-# validation. A leak moves its instrument far outside that range, never to its edge: the
-# runs are built so (`course.runs`: a start above twice $\ln 10$, an update ratio a hundred
-# times beyond the healthy ones, a validation loss near $\ln 10$), and no threshold of
-# yours has to be fine.
+# first layer by a few thousandths of its norm a step (the three above: 0.004 to 0.007;
+# over 30 healthy runs, `python -m course.runs`, up to 0.014, so above a hundredth too),
+# passes the gradient check (an error far below $10^{-3}$: $10^{-7}$ to $10^{-5}$), and
+# ends well below $\ln 10$ on validation. A leak moves its instrument far outside that
+# range, never to its edge: the runs are built so (`course.runs`: a start above twice
+# $\ln 10$, an update ratio a hundred times beyond the healthy ones, a validation loss
+# near $\ln 10$), and no threshold of yours has to be fine, as long as it lies between
+# the healthy range and the leak's, not at the healthy range's edge.
 #
 # **Predict**, before running the next cell: three runs, A, B and C, each with a leak. For
 # each instrument, which of the causes above would move it, and which way?
@@ -935,10 +937,11 @@ show_readings(runs)
 #
 # Return the leak of a run, one of `CAUSES` exactly (`"no leak"` for a healthy run), from
 # your instruments' readings. Order matters: one leak can move several instruments (a
-# start far too large saturates the tanh, and the run then learns as little as one whose
-# labels do not match), so read them in the order a practitioner does, the start first, and let each reading rule out what it can. Call
-# your instruments (and `first_update_ratios` if you like): the hidden check calls
-# `diagnose` in your notebook, with everything above defined.
+# start far too large saturates the tanh: its gradient check fails too, run B's error
+# of 0.0167 above, and the run learns no more than one whose labels do not match), so read
+# them in the order a practitioner does, the start first, and let each reading rule out
+# what it can. Call your instruments (and `first_update_ratios` if you like): the hidden
+# check calls `diagnose` in your notebook, with everything above defined.
 
 
 # %% nbgrader={"grade": false, "grade_id": "diagnose_solution", "locked": false, "schema_version": 3, "solution": true}
@@ -995,20 +998,23 @@ check("diagnose", globals())
 # %% [markdown]
 # Each leak came from one part, built in one assignment: the start far above $\ln C$ from
 # the initialisation's scale (04's `weight_init`); a learning rate a hundred times too
-# large or a thousand times too small from the regimen (`sgd`, 03 and 04); a gradient that
-# disagrees with its loss from a backward pass (01-03); and a run that learns nothing
-# on validation while its updates and gradients are right from the data: labels shifted
-# by one against their inputs, as a join on the wrong key or an off-by-one in a loader
-# makes them. Only the update ratio tells a learning rate far too small from labels that
-# do not match; both curves sit near $\ln 10$.
+# large or a thousand times too small from the regimen (plain SGD, 03's `sgd`); a
+# gradient that disagrees with its loss from a backward pass (01-03); and a run that
+# learns nothing on validation while its updates and gradients are right from the data:
+# labels shifted by one against their inputs, as a join on the wrong key or an off-by-one
+# in a loader makes them. Of the readings above, only the update ratio tells a learning
+# rate far too small from labels that do not match, whose curves both sit near $\ln 10$;
+# part 5's test would too, run with the run's own `step` on 20 examples for 300 steps:
+# the wrong labels are memorised (a loss of 0.25 to 0.57 on five runs), a rate far too
+# small learns nothing (2.23 to 2.34).
 
 # %% [markdown]
 # ## What to take away
 #
 # - Read the first loss: it should be $\ln C$ for a small start. Far above is the scale.
 # - Check the whole model's gradient once, small and in float64, before any long run.
-# - Watch the update ratio per layer: about $10^{-3}$ for SGD says the learning rate is in
-#   the right range, before the loss has had time to say anything.
+# - Watch the update ratio per layer: about $10^{-3}$ to $10^{-2}$ for SGD says the
+#   learning rate is in the right range, before the loss has had time to say anything.
 # - Look inside the layers: a shrinking std, a saturated tanh, dead ReLUs each point at
 #   the scale, the activation or the learning rate.
 # - Make it memorise 20 examples before anything else, and compare the curve with a right
