@@ -917,9 +917,9 @@ show_readings(
 # %% [markdown]
 # A healthy run of this family starts within a few hundredths of $\ln 10$, moves its
 # first layer by a few thousandths of its norm a step (the three above: 0.004 to 0.007;
-# over 30 healthy runs, `python -m course.runs`, up to 0.014, so above a hundredth too),
-# passes the gradient check (an error far below $10^{-3}$: $10^{-7}$ to $10^{-5}$), and
-# ends well below $\ln 10$ on validation. A leak moves its instrument far outside that
+# other healthy runs go a little above a hundredth), passes the gradient check (an error
+# far below $10^{-3}$; the three above: below $10^{-6}$), and ends well below $\ln 10$ on
+# validation. A leak moves its instrument far outside that
 # range, never to its edge: the runs are built so (`course.runs`: a start above twice
 # $\ln 10$, an update ratio a hundred times beyond the healthy ones, a validation loss
 # near $\ln 10$), and no threshold of yours has to be fine, as long as it lies between
@@ -940,8 +940,8 @@ show_readings(runs)
 # start far too large saturates the tanh: its gradient check fails too, run B's error
 # of 0.0167 above, and the run learns no more than one whose labels do not match), so read
 # them in the order a practitioner does, the start first, and let each reading rule out
-# what it can. Call your instruments (and `first_update_ratios` if you like): the hidden
-# check calls `diagnose` in your notebook, with everything above defined.
+# what it can. Call your instruments from parts 1-6, and copy into `diagnose` what you
+# need of this part's helpers.
 
 
 # %% nbgrader={"grade": false, "grade_id": "diagnose_solution", "locked": false, "schema_version": 3, "solution": true}
@@ -1003,10 +1003,9 @@ check("diagnose", globals())
 # learns nothing on validation while its updates and gradients are right from the data:
 # labels shifted by one against their inputs, as a join on the wrong key or an off-by-one
 # in a loader makes them. Of the readings above, only the update ratio tells a learning
-# rate far too small from labels that do not match, whose curves both sit near $\ln 10$;
-# part 5's test would too, run with the run's own `step` on 20 examples for 300 steps:
-# the wrong labels are memorised (a loss of 0.25 to 0.57 on five runs), a rate far too
-# small learns nothing (2.23 to 2.34).
+# rate far too small from labels that do not match, whose curves both sit near $\ln 10$
+# (part 5's test, run with the run's own `step`, would too: wrong labels can be memorised,
+# a rate far too small memorises nothing).
 
 # %% [markdown]
 # ## What to take away
