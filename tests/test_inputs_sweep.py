@@ -95,7 +95,9 @@ def test_the_solutions_pass_on_any_seed(check):
     for index, seed in enumerate(seeds):
         common.LARGE_CASES[0] = index < LARGE_SEEDS
         try:
-            with contextlib.redirect_stdout(io.StringIO()):
+            # As the grader runs the solutions for its references (sources.reference_outputs):
+            # trusted, where what only the grader may know is computed (09's true leaks).
+            with contextlib.redirect_stdout(io.StringIO()), probe.trusted():
                 outputs = probe.probe(check, namespace(check.notebook), int(seed))
         finally:
             common.LARGE_CASES[0] = True
