@@ -571,6 +571,13 @@ register(
         notebook=NOTEBOOK,
         points=4,
         probe=probe_diagnose,
+        # The instruments it reads the runs with (the solution's; a learner's may use fewer).
+        builds_on={
+            "initial_loss": "expected_initial_loss",
+            "update_ratios": "update_ratios",
+            "gradient_check_model": "gradient_check_model",
+            "dataset_loss": "dataset_loss",
+        },
         rules={
             "diagnoses": Rule(
                 "diagnoses, each one of CAUSES,", kind="true", weight=0, measure=_causes
