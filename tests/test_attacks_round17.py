@@ -336,62 +336,24 @@ def _judge(code: str) -> float:
     return judge_in_process(nb, {**solution_sources(nb), CELL: code}, only={CHECK})[CHECK]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason=READING_DECLINED,
-)
-def test_diagnose_earns_nothing_by_reading_the_run_without_measuring_it():
-    assert _judge(READ_RUN) == 0.0
+def _declined(reason: str, *attacks: str) -> list:
+    mark = pytest.mark.xfail(strict=True, raises=AssertionError, reason=reason)
+    return [pytest.param(name, marks=mark, id=name) for name in attacks]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason=READING_DECLINED,
-)
-def test_diagnose_earns_nothing_from_the_closure_of_new_model():
-    assert _judge(CLOSURE_RUN) == 0.0
+# Declined routes (README, "Not protected"): each still earns 4, a strict xfail.
+DECLINED = _declined(
+    READING_DECLINED, "read_run", "closure_run", "labels_by_fingerprint", "backward_by_attribute"
+) + _declined(PATCHING_DECLINED, "tag_make_run", "marked_digits")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason=READING_DECLINED,
-)
-def test_diagnose_earns_nothing_by_looking_up_the_labels_in_the_digits():
-    assert _judge(LABELS_BY_FINGERPRINT) == 0.0
-
-
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason=READING_DECLINED,
-)
-def test_diagnose_earns_nothing_by_reading_the_planted_term():
-    assert _judge(BACKWARD_BY_ATTRIBUTE) == 0.0
-
-
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason=PATCHING_DECLINED,
-)
-def test_diagnose_earns_nothing_by_tagging_the_probes_runs():
-    assert _judge(TAG_MAKE_RUN) == 0.0
+@pytest.mark.parametrize("attack", DECLINED)
+def test_a_declined_route_earns_nothing(attack):
+    assert _judge(ATTACKS[attack]) == 0.0
 
 
 def test_diagnose_earns_nothing_by_recording_the_probes_truth():
     assert _judge(FORGE_RECORD) == 0.0
-
-
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason=PATCHING_DECLINED,
-)
-def test_diagnose_earns_nothing_by_marking_the_probes_digits():
-    assert _judge(MARKED_DIGITS) == 0.0
 
 
 def test_diagnose_earns_nothing_by_spying_on_the_probes_causes():
