@@ -1,7 +1,7 @@
 """Round 17 of the attacks (the fresh attacker of round 17, on 09 part 9, `diagnose`).
 
-The hidden check `diagnose` hands the student's `diagnose(run)` seven runs made by
-`course.runs.make_run` in the student's kernel, and credits 4 points only if all seven
+The hidden check `diagnose` hands the student's `diagnose(run)` eight runs made by
+`course.runs.make_run` in the student's kernel, and credits 4 points only if all eight
 diagnoses equal each run's true leak (the truth is read from the reference's run of the
 probe). What was tried, without measuring the runs:
 
@@ -16,8 +16,9 @@ probe). What was tried, without measuring the runs:
   a run whose model would hide its `hidden` attribute.
 - labels_by_fingerprint, backward_by_attribute: the reference's diagnosis with one of its
   instruments replaced by the reading above (each alone is enough).
-- tag_make_run: the student's cell wraps `course.checks.leaks.make_run` (the name the
-  probe calls) to tag each run with its kind; `diagnose` returns the tag. 4 of 4.
+- tag_make_run: the student's cell wraps `course.checks.leaks.make_run` and
+  `make_edge_run` (the names the probe calls) to tag each run with its kind; `diagnose`
+  returns the tag. 4 of 4.
 - forge_record: the student's cell wraps `course.grader.probe.Outputs.record` so that the
   diagnoses key records the probe's own truth (the second value of its compute). 4 of 4.
 - marked_digits: the student's cell replaces `course.checks.leaks.digits` by the split with
@@ -168,21 +169,25 @@ BACKWARD_BY_ATTRIBUTE = (
 """
 )
 
-# The probe's maker of runs, wrapped: each run carries its kind.
+# The probe's makers of runs, wrapped: each run carries its kind.
 TAG_MAKE_RUN = """
 import course.checks.leaks as _leaks
 
-_make = getattr(_leaks.make_run, "__wrapped__", _leaks.make_run)
+
+def _tagging(name):
+    make = getattr(getattr(_leaks, name), "__wrapped__", getattr(_leaks, name))
+
+    def tagged(kind, rng, data):
+        run = make(kind, rng, data)
+        run._kind = kind
+        return run
+
+    tagged.__wrapped__ = make
+    setattr(_leaks, name, tagged)
 
 
-def _tagging(kind, rng, data):
-    run = _make(kind, rng, data)
-    run._kind = kind
-    return run
-
-
-_tagging.__wrapped__ = _make
-_leaks.make_run = _tagging
+_tagging("make_run")
+_tagging("make_edge_run")
 
 
 def diagnose(run):
@@ -326,9 +331,9 @@ def _undo_patches():
     import course.checks.leaks as leaks
     import course.grader.probe as probe
 
-    saved = leaks.make_run, leaks.digits, leaks.CAUSES, probe.Outputs.record
+    saved = leaks.make_run, leaks.make_edge_run, leaks.digits, leaks.CAUSES, probe.Outputs.record
     yield
-    leaks.make_run, leaks.digits, leaks.CAUSES, probe.Outputs.record = saved
+    (leaks.make_run, leaks.make_edge_run, leaks.digits, leaks.CAUSES, probe.Outputs.record) = saved
 
 
 def _judge(code: str) -> float:

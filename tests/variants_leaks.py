@@ -802,14 +802,10 @@ CONVENTIONS = [
     ),
 ]
 
-# Review 34: buggy diagnoses that keep 4 points on the public seed and lose them on most
-# secret ones (a sweep of diagnose_runs over seeds 0 to 5: full marks on 1 and 3 of 6).
-# The ratio of the tenth step only: a diverged run's saturated layer may stop moving.
-# Too high above 1e-2: healthy runs reach a ratio of 0.014 (python -m course.runs).
-EXPECTED_SURVIVORS: set[str] = {
-    "diagnose: the tenth step's ratio (a diverged run's saturated layer stops moving)",
-    "diagnose: too high above a ratio of 1e-2 (the edge of the healthy runs, 0.014)",
-}
+# Review 34 found two buggy diagnoses (the tenth step's ratio; too high above 1e-2) that kept
+# 4 points on 1 and 3 of 6 seeds; the check's edge runs (course.runs.make_edge_run) now
+# fail them on every seed (12 of 12 measured).
+EXPECTED_SURVIVORS: set[str] = set()
 
 # Each graded function, and the solution cell that defines it.
 GRADED_FUNCTIONS = {

@@ -16,7 +16,7 @@ from course.checks.common import as_given, copies, flat, left_as_given
 from course.data import digits
 from course.grader.model import Assignment, Check, Rule, register
 from course.grader.probe import in_the_grader
-from course.runs import CAUSES, RUN_KINDS, TanhNet, make_run
+from course.runs import CAUSES, EDGE_KINDS, RUN_KINDS, TanhNet, make_edge_run, make_run
 
 ASSIGNMENT = Assignment(
     id="09_leaks",
@@ -511,23 +511,27 @@ register(
 
 
 def probe_diagnose(student, rng, out):
-    """The learner's diagnosis of seven runs (course.runs.make_run): every kind of
-    RUN_KINDS once and one of them twice, in an order the inputs decide, so that no
-    diagnosis is found by elimination. Recorded as indices of CAUSES, all in one
-    observation: a diagnosis that ignores its run (always "no leak") is right on some, and
-    earns nothing for that.
+    """The learner's diagnosis of eight runs: every kind of RUN_KINDS once
+    (course.runs.make_run), and a run at the edge of each of EDGE_KINDS (make_edge_run: the
+    healthy run whose first layer moves the fastest, the diverged run whose ratio falls the
+    furthest by its tenth step), in an order the inputs decide, so that no diagnosis is found
+    by elimination and none whose threshold sits at a kind's edge passes on some seeds only.
+    Recorded as indices of CAUSES, all in one observation: a diagnosis that ignores its run
+    (always "no leak") is right on some, and earns nothing for that.
 
     The runs' true kinds are the grader's alone (round 17): computed only in the grader's
     own run of this probe (Rule.uses), and in a kernel dropped before the learner's code
     runs, so that nothing the kernel records or keeps beside the runs says what they are.
     """
-    kinds = [str(k) for k in rng.permutation([*RUN_KINDS, rng.choice(RUN_KINDS)])]
+    made = [(kind, make_run) for kind in RUN_KINDS] + [(k, make_edge_run) for k in EDGE_KINDS]
+    made = [made[i] for i in rng.permutation(len(made))]
     data = digits()
-    runs = [make_run(kind, rng, data) for kind in kinds]
+    kinds = [kind for kind, _ in made]
+    runs = [maker(kind, rng, data) for kind, maker in made]
     truth = np.full(len(runs), np.nan)
     if in_the_grader():
         truth = np.array([CAUSES.index(kind) for kind in kinds], dtype=np.float64)
-    del kinds
+    del kinds, made
 
     def compute():
         found = []

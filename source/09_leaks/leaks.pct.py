@@ -985,10 +985,12 @@ with check_it("Exercise 9.1"):
     assert diagnose(healthy) == "no leak", "a healthy run has no leak"
 
 # %% nbgrader={"grade": true, "grade_id": "diagnose", "locked": true, "points": 4, "schema_version": 3, "solution": false}
-# Hidden check (4 points): seven runs you do not see, in an unknown order: every kind of
-# leak these runs have, a healthy run among them, and one kind twice. All seven diagnoses
-# are judged together (a diagnosis that ignores its run is right on some, and earns
-# nothing for that).
+# Hidden check (4 points): eight runs you do not see, in an unknown order: every kind of
+# leak these runs have, a healthy run among them, and two runs at the edge of their kind:
+# the healthy run whose first layer moves the fastest of many, and a run whose learning
+# rate is too high whose ratio has fallen to almost nothing by its tenth step. All eight
+# diagnoses are judged together (a diagnosis that ignores its run is right on some, and
+# earns nothing for that).
 ### BEGIN HIDDEN TESTS
 from course.grading import check
 
