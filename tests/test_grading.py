@@ -501,11 +501,13 @@ def test_report_says_each_likely_mistake_once():
 
 def test_report_gives_the_share_of_weight_that_passed():
     """16 of 28 sub-checks passed and the cell earned 1.15 of 3: the weights differ, so the
-    credit line says the share of weight that passed, from which the score follows."""
+    credit line says the share of weight that passed, from which the score follows. A
+    sub-check worth nothing alone ("b", a precondition) is not counted: review 34 read "1 of
+    2 sub-checks passed" over a cell of 0 points as credit."""
     chk = dummy_check(points=3)
     results = [Result("a", True, 1.0), Result("b", True, 0.0), Result("c", False, 2.0, "c off")]
     text = judge.report(chk, results, score(chk, results))
-    assert "(2 of 3 sub-checks passed)" in text.splitlines()[0]
+    assert "(1 of 2 sub-checks passed)" in text.splitlines()[0]
     assert "weights (here 33%)" in text.splitlines()[-1]
     assert score(chk, results) == 1.0
 

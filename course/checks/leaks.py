@@ -593,11 +593,11 @@ register(
                 uses="diagnoses",
                 requires="diagnoses",
                 hint="read the instruments in order, the start first (a start far too "
-                "large saturates the layer, and the run then learns as little as one whose "
-                "labels do not match); an update ratio, not the curve, tells a learning "
-                "rate far too small from labels that do not match (both curves sit near "
-                "ln C); a gradient check is the only instrument a wrong backward pass "
-                "moves.",
+                "large saturates the layer: its gradient check fails too, and the run then "
+                "learns as little as one whose labels do not match); an update ratio, not "
+                "the curve, tells a learning rate far too small from labels that do not "
+                "match (both curves sit near ln C); a gradient check is the only "
+                "instrument a wrong backward pass moves.",
             ),
         },
     )

@@ -322,10 +322,14 @@ def credit_rule(check: Check, results: list[Result] | None = None) -> str:
 def report(check: Check, results: list[Result], points: float, limit: int = 8) -> str:
     """The verdict in words: the score, then each failure (one line for the many that share
     a cause, such as every sub-check raising NotImplementedError)."""
-    passed = sum(r.passed for r in results)
+    # Counted: the sub-checks that carry weight. One worth nothing alone (a precondition, as
+    # "each answer one of CAUSES") would read as credit: "1 of 2 sub-checks passed" over a
+    # cell of 0 points (review 34).
+    weighted = [r for r in results if r.weight > 0] or results
+    passed = sum(r.passed for r in weighted)
     lines = [
         f"{check.name}: {points:g} of {check.points:g} points "
-        f"({passed} of {len(results)} sub-checks passed)"
+        f"({passed} of {len(weighted)} sub-checks passed)"
     ]
     groups: dict[str, list[Result]] = {}
     for r in results:

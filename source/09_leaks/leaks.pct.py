@@ -54,7 +54,7 @@ from course.data import digits
 from course.gradcheck import rel_error
 from course.notebook import check_it, explore_plot
 from course.plots import plain_log_labels
-from course.runs import CAUSES, make_run, mystery_runs
+from course.runs import CAUSES, RUN_KINDS, make_run, mystery_runs
 from course.stats import t_quantile
 
 # %% [markdown]
@@ -1008,6 +1008,26 @@ check("diagnose", globals())
 # rate far too small from labels that do not match, whose curves both sit near $\ln 10$
 # (part 5's test, run with the run's own `step`, would too: wrong labels can be memorised,
 # a rate far too small memorises nothing).
+
+# %% [markdown]
+# **Switch a leak on.** For every kind, a seed draws the same training rows, hidden size
+# and base learning rate: the healthy run of a seed and its run with a leak share them.
+# Before you choose a leak, predict which instrument it moves, and how far; then compare
+# the two readings and the two curves.
+
+
+# %%
+def leak_switch(leak, seed):
+    """The healthy run of `seed` beside the same run with `leak` switched on."""
+    kinds = dict.fromkeys(["no leak", leak])  # "no leak" once when it is the choice
+    show_readings({kind: make_run(kind, np.random.default_rng(seed), data) for kind in kinds})
+
+
+_ = explore_plot(
+    leak_switch,
+    leak=widgets.Dropdown(options=RUN_KINDS, value="learning rate too low", description="leak"),
+    seed=widgets.IntSlider(value=0, min=0, max=9, description="seed"),
+)
 
 # %% [markdown]
 # ## What to take away
