@@ -1006,3 +1006,30 @@ def test_a_check_the_solution_fails_on_every_draw_stops_with_its_name(tmp_path, 
     with pytest.raises(inputs.InputsError, match="svm_loss_naive.*on 5 draws"):
         inputs.secret_inputs(root, "02_linear", "salt")
     assert not list((root / inputs.CACHE).glob("*/*.json")), "a failed run cached inputs"
+
+
+# Review 35: the wrong predictions of 08's part 7 a learner makes, each named by its slip
+# (never by the expected value), and the right ones pass.
+SHAPE_SLIPS = [
+    ("query", lambda d: 1 / np.sqrt(d), "is the inverse of the factor"),
+    ("query", lambda d: float(d), "is the square of the factor"),
+    ("query", lambda d: 1.0, "is 1 at every width"),
+    ("sgd", lambda c: 1 / c**2, "is the inverse of the ratio"),
+    ("sgd", lambda c: c, "counts one of two changes"),
+    ("sgd", lambda c: 1 / c, "counts one of two changes, the other way round"),
+    ("sgd", lambda c: 1.0, "is 1 at every value of c"),
+]
+
+
+@pytest.mark.parametrize("rule,slip,words", SHAPE_SLIPS, ids=[w for _, _, w in SHAPE_SLIPS])
+def test_a_slip_of_08s_shape_predictions_is_named(rule, slip, words):
+    chk = checks_by_name()["shape_predictions"]
+    right = {"predicted_query_scale": np.sqrt, "predicted_sgd_step_ratio": lambda c: c**2}
+    name = {"query": "predicted_query_scale", "sgd": "predicted_sgd_step_ratio"}[rule]
+    reference = probe.probe(chk, right, seed=5)
+    results = judge.judge(chk, probe.probe(chk, {**right, name: slip}, seed=5), reference)
+    [failed] = [r for r in results if not r.passed]
+    assert failed.key.startswith(f"{rule}:") and f" {words}. Likely mistake:" in (failed.message), (
+        failed.message
+    )
+    assert all(r.passed for r in judge.judge(chk, reference, reference))

@@ -1028,6 +1028,63 @@ def probe_shape_predictions(student, rng, out):
     )
 
 
+def _known_slips(*table):
+    """Rule.slips for a prediction: (f, words, likely mistake) rows, the first whose
+    f(expected) the answer matches at every width (within the rule's 1%) is said. Each
+    names the slip, never the expected value (review 35: 1/c, c**2, sqrt of the ratio, 1)."""
+
+    def slips(got, want, case):
+        with np.errstate(all="ignore"):
+            for f, words, likely in table:
+                if np.allclose(got, f(want), rtol=0.01, atol=0):
+                    return words, likely
+        return None
+
+    return slips
+
+
+QUERY_SLIPS = _known_slips(
+    (
+        lambda c: 1 / c,
+        "is the inverse of the factor",
+        "c multiplies q, so it must undo what your attention divides the scores by.",
+    ),
+    (
+        lambda c: c**2,
+        "is the square of the factor",
+        "your attention divides the scores by the square root of the width, not the width.",
+    ),
+    (
+        lambda c: np.ones_like(c),
+        "is 1 at every width",
+        "without the scale the scores are larger: c is not 1.",
+    ),
+)
+SGD_SLIPS = _known_slips(
+    (
+        lambda r: 1 / r,
+        "is the inverse of the ratio",
+        "the ratio asked is the unscaled model's step over the scaled model's.",
+    ),
+    (
+        np.sqrt,
+        "counts one of two changes",
+        "the unscaled model's gradient and its own W_q both differ from the scaled model's.",
+    ),
+    (
+        lambda r: 1 / np.sqrt(r),
+        "counts one of two changes, the other way round",
+        "the unscaled model's gradient and its own W_q both differ from the scaled model's; "
+        "the ratio asked is unscaled over scaled.",
+    ),
+    (
+        lambda r: np.ones_like(r),
+        "is 1 at every value of c",
+        "the two models compute the same function, but each step is relative to its own W_q.",
+    ),
+)
+
+
 register(
     Check(
         name="shape_predictions",
@@ -1040,12 +1097,14 @@ register(
                 rtol=0.01,
                 hint="write softmax((c q) . k / s) = softmax(q . k), with s what your attention "
                 "divides the scores by, and solve for c (for every width, not one).",
+                slips=QUERY_SLIPS,
             ),
             "sgd": Rule(
                 "predicted",
                 rtol=0.01,
                 hint="compare the two models at the same function: the unscaled model's "
                 "gradient with respect to W_q, and its W_q, each against the scaled model's.",
+                slips=SGD_SLIPS,
             ),
         },
     )
