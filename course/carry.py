@@ -374,7 +374,12 @@ def _reported(error: BaseException, assigned: list[str], read: list[str]) -> boo
         cause = why = f"not written yet: {error}"
     elif names := sorted(used & set(_undefined_because)):
         cause = _undefined_because[names[0]]
-        why = f"{type(error).__name__}: {error}, after an earlier cell it needs stopped: {cause}"
+        # Two sentences, what this cell needs and the first cause to fix (walk 53: "...,
+        # after an earlier cell it needs stopped: ..." chained two causes in one).
+        why = (
+            f"{type(error).__name__}: {error}. It needs `{names[0]}`, which an earlier cell "
+            f"left unfinished when it stopped; the first cause to fix: {cause}"
+        )
     else:
         return False
     _undefined_because.update(dict.fromkeys(assigned, cause))
