@@ -1,11 +1,13 @@
 """Small helpers that notebooks import instead of pasting."""
 
+import ast
 import inspect
 import sys
 import traceback
 from contextlib import contextmanager
 from pathlib import Path
 
+import nbformat
 from IPython.display import Markdown, display
 
 from course.carry import CarriedCodeMissing, assigned_names
@@ -79,6 +81,8 @@ def check_it(exercise: str):
             what = str(error)
         elif isinstance(error, NotImplementedError):
             what = f"not written yet: {error or kind}"
+        elif isinstance(error, AttributeError) and (unrun := exercise_not_run(error)):
+            what = unrun
         elif isinstance(error, NameError):
             cause = knock_on(error)
             what = (
@@ -89,11 +93,84 @@ def check_it(exercise: str):
         else:
             what = f"{kind}: {error}" if str(error) else kind
         # A stub's message already names its exercise and function.
-        plain = isinstance(error, NotImplementedError | CheckItFailed)
+        plain = isinstance(error, NotImplementedError | CheckItFailed) or what.startswith(
+            EXERCISE_NOT_RUN
+        )
         where = "" if plain else _where(error.__traceback__)
         print(f"{exercise}, check it FAILED: {what}{where}", file=sys.stderr)
     else:
         print(f"{exercise}: check it passed.")
+
+
+# A method that an exercise adds to the learner's class (`@add_to_class(Value)` above
+# `def exp`) exists only once its cell has run: before that, a check of it raised
+# "AttributeError: 'Value' object has no attribute 'exp' (raised in the check itself)", which
+# blames the check (walk 53, finding 5).
+EXERCISE_NOT_RUN = "not written yet (or its cell not run): "
+
+
+def exercise_not_run(error: AttributeError, folder: Path | None = None) -> str:
+    """For a missing attribute of a class of the learner's notebook, which a cell of that
+    notebook (the one in `folder`, the kernel's working directory) defines, why it is
+    missing in words ("not written yet (or its cell not run): Exercise 1.3: write
+    Value.exp", the stub's own words when the cell still has them); else ""."""
+    owner = getattr(error, "obj", None)
+    cls = owner if isinstance(owner, type) else type(owner)
+    name = getattr(error, "name", None)
+    if owner is None or not name or cls.__module__ != "__main__":  # not a notebook's class
+        return ""
+    from course.carry import notebook_of
+
+    notebook = notebook_of(folder or Path.cwd())
+    try:
+        cells = nbformat.read(notebook, as_version=4).cells if notebook else []
+    except Exception:  # noqa: BLE001 (an unreadable notebook: the plain message instead)
+        return ""
+    for cell in cells:
+        method = _method_in(cell.source, cls.__name__, name) if cell.cell_type == "code" else None
+        if method is not None:
+            stub = _stub_message(method)
+            return EXERCISE_NOT_RUN + (stub or f"run the cell that defines {cls.__name__}.{name}")
+    return ""
+
+
+def _method_in(source: str, class_name: str, name: str) -> ast.FunctionDef | None:
+    """The def of `class_name.name` in a cell: inside `class class_name`, or a top-level def
+    under `@add_to_class(class_name)`; None if the cell defines no such method."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return None
+    for node in body:
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
+            found = [n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == name]
+            if found:
+                return found[0]
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            for decorator in node.decorator_list:
+                if (
+                    isinstance(decorator, ast.Call)
+                    and getattr(decorator.func, "id", "") == "add_to_class"
+                    and [getattr(a, "id", "") for a in decorator.args] == [class_name]
+                ):
+                    return node
+    return None
+
+
+def _stub_message(method: ast.FunctionDef) -> str:
+    """The words of a released stub in the method ("Exercise 1.3: write Value.exp"), or "" once
+    the learner has replaced it."""
+    for node in ast.walk(method):
+        if (
+            isinstance(node, ast.Raise)
+            and isinstance(node.exc, ast.Call)
+            and getattr(node.exc.func, "id", "") == "NotImplementedError"
+            and node.exc.args
+            and isinstance(node.exc.args[0], ast.Constant)
+            and isinstance(node.exc.args[0].value, str)
+        ):
+            return node.exc.args[0].value
+    return ""
 
 
 def plain(value):

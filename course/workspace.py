@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 
 from course import checks
-from course.carry import export
+from course.carry import export, holds_learner_code
 from course.paths import course_root
 
 INTRO = """\
@@ -106,7 +106,8 @@ def as_this_kernel_describes_it(notebook: Path) -> None:
 
 def prepare(root: Path) -> list[str]:
     """Copy each released assignment that work/ lacks; (re)write the start page; carry the
-    learner's exported code forward (`course export`)."""
+    learner's exported code forward (`course export`). Says what it copied, then what of
+    the learner's code it carried (nothing while none is written); returns the copied."""
     work = root / "work"
     work.mkdir(exist_ok=True)
     copied = []
@@ -118,9 +119,13 @@ def prepare(root: Path) -> list[str]:
                 as_this_kernel_describes_it(notebook)
             copied.append(assignment.name)
     write_start_page(root)  # the course's page, not the learner's: regenerated each time
+    if copied:  # first: what is new, then what of the learner's it was given
+        print(f"work/: new copies of {', '.join(copied)}")
     # Each later assignment gets the learner's own earlier code (course.carry); one line
     # for all of them, not one per module (issue 33's persona walk: 12 lines on a first run).
-    written = export(root, quiet=True)
+    # Only modules that hold code the learner wrote count: on day one every module holds
+    # stubs' names alone, and "your earlier code carried" was said of nothing (walk 53).
+    written = [path for path in export(root, quiet=True) if holds_learner_code(path.read_text())]
     if written:
         folders = sorted({path.parent.name for path in written})
         print(
@@ -131,9 +136,7 @@ def prepare(root: Path) -> list[str]:
 
 
 def main() -> int:
-    copied = prepare(course_root())
-    if copied:
-        print(f"work/: new copies of {', '.join(copied)}")
+    prepare(course_root())
     return 0
 
 
@@ -208,9 +211,7 @@ def lab(instructor: bool = False, extra: list[str] | None = None, root: Path | N
         )
         return 2
     if not instructor:
-        copied = prepare(root)
-        if copied:
-            print(f"work/: new copies of {', '.join(copied)}")
+        prepare(root)
         for name in stray_fetches(root):
             print(
                 f"warning: {name}/ (beside work/) is not what Submit sends: the Assignments "

@@ -313,3 +313,35 @@ def test_an_unwritten_exercise_is_named_as_unwritten_not_as_the_function_that_ra
     for cause in named:
         assert "not written yet" in cause and "Value.backward" in cause, cause
         assert "__add__" not in cause, cause
+
+
+# Walk 53, finding 9 (second half): __rsub__ computing self - other, Exercises 1.3 and 1.4
+# unwritten. value_ops said only "each _backward multiplies the local derivative by out.grad"
+# of k - a: backward() raised before its forward value was looked at, and the one failure
+# left was the chain rule's, which follows from the swapped forward.
+def test_a_swapped_rsub_behind_an_unwritten_backward_is_said_to_be_its_forward():
+    import nbformat
+
+    from course.authoring.classroom import solution_sources
+    from course.authoring.variants import answers_of
+    from course.paths import course_root
+
+    release = nbformat.read(course_root() / "release/01_backprop/backprop.ipynb", as_version=4)
+    stubs = solution_sources(release)
+    swapped = answers_of(variants_backprop, mutant(variants_backprop, "rsub swaps its operands"))
+    unwritten = ("value_functions_solution", "value_backward_solution")
+    answers = {**swapped, **{cell: stubs[cell] for cell in unwritten}}
+    points, text = reports_in_process(variants_backprop, Alternate("walk 53", answers))["value_ops"]
+    failures = [line.strip() for line in text.splitlines() if line.strip().startswith("FAIL")]
+    # The forward value of k - a is judged, and said to be wrong, with a forward hint.
+    [forward] = [line for line in failures if line.startswith("FAIL forward value of")]
+    assert forward.startswith("FAIL forward value of k - a is off"), text
+    assert "swaps its operands" in forward, text
+    # Nothing blames a _backward or the chain rule: the backward is unwritten, not wrong.
+    assert "multiplies the local derivative" not in text, text
+    assert "local derivative of this operator" not in text, text
+    [chained] = [line for line in failures if "output's grad is not 1, of k - a" in line]
+    assert "forward value of this expression fails too" in chained, text
+    assert any("Exercise 1.4: write Value.backward" in line for line in failures), text
+    # The other operators' values are right, and graded as such: not zero.
+    assert 0 < points < max_scores(variants_backprop)["value_ops"], text

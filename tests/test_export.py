@@ -250,7 +250,12 @@ def test_cells_that_need_missing_code_say_so_and_run_all_goes_on(
     stopped = [line for line in capsys.readouterr().err.splitlines() if "Run All goes on" in line]
     assert len(stopped) == 3, stopped
     assert stopped[0].startswith(f"This cell stopped: `Net` from {A04} is not available")
-    assert stopped[1].startswith("This cell stopped: ValueError: max() arg is an empty")
+    # Two sentences: what it needs, then the first cause to fix (walk 53, finding 12).
+    assert stopped[1] == (
+        "This cell stopped: ValueError: max() arg is an empty sequence. It needs `curves`, "
+        "which an earlier cell left unfinished when it stopped; the first cause to fix: "
+        f"{stopped[0].removeprefix('This cell stopped: ')}"
+    ), stopped[1]
     assert stopped[2].startswith("This cell stopped: `net` was never made, since its cell")
     assert all(f"`Net` from {A04} is not available" in line for line in stopped)
 

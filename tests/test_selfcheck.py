@@ -27,9 +27,10 @@ def test_work_copies_are_made_once_and_never_overwritten(course, capsys):
     released = sorted(p.name for p in (course.root / "release").iterdir() if p.is_dir())
     assert "01_backprop" in released
     assert workspace.prepare(course.root) == released
-    # The carried modules in one line, not one per module (issue 33's persona walk).
+    # Day one: the new copies, and nothing about carried code, of which none is written yet
+    # (walk 53, finding 2: "your earlier code carried into 5 assignment folder(s)" came first).
     [line] = capsys.readouterr().out.splitlines()
-    assert line.startswith("work/: your earlier code carried into ") and "course export" in line
+    assert line == f"work/: new copies of {', '.join(released)}"
     mine = course.root / "work" / "01_backprop" / "backprop.ipynb"
     mine.write_text(mine.read_text().replace("YOUR CODE HERE", "MY CODE"))
     before = mine.read_bytes()
@@ -38,6 +39,28 @@ def test_work_copies_are_made_once_and_never_overwritten(course, capsys):
     start = (course.root / "work" / "START.md").read_text()
     assert "not checked yet" in start
     assert "](01_backprop/backprop.ipynb)" in start
+
+
+def test_make_lab_says_it_carried_code_once_the_learner_has_written_some(course, capsys):
+    workspace.prepare(course.root)
+    capsys.readouterr()
+    # 03's affine_forward written (the solution's): 04 and later carry it.
+    mine = course.root / "work" / "03_multilayer" / "multilayer.ipynb"
+    solved = solution_sources(
+        nbformat.read(course.root / "source/03_multilayer/multilayer.ipynb", as_version=4)
+    )
+    nb = nbformat.read(mine, as_version=4)
+    [cell] = [
+        c
+        for c in nb.cells
+        if c.metadata.get("nbgrader", {}).get("grade_id") == "affine_forward_solution"
+    ]
+    cell.source = solved["affine_forward_solution"]
+    nbformat.write(nb, mine)
+    assert workspace.prepare(course.root) == []
+    # The carried modules in one line, not one per module (issue 33's persona walk).
+    [line] = capsys.readouterr().out.splitlines()
+    assert line.startswith("work/: your earlier code carried into ") and "course export" in line
 
 
 def test_the_start_page_says_what_its_progress_counts(tmp_path):

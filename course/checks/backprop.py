@@ -41,15 +41,20 @@ def _forward(V, values, build):
 SELF_CHECK_STEP = 1e-6
 
 
-def _record_expression(out, V, name, points, build, self_check=True):
+def _record_expression(out, V, name, points, build, self_check=True, forward_apart=False):
     """Record, at each input point, the forward value and the gradients after backward(),
     and (optionally) the student's own forward values at inputs nudged by +-h, from which the
     grader computes centred differences.
 
     points: list of input vectors; several points share one key, so an implementation that
     is right only where the answer is 0 (ReLU at a negative input) earns nothing.
+    forward_apart: observe the forward value without calling backward(), for a check that
+    grades the operators themselves: with backward() unwritten (Exercise 1.4) their values
+    are still judged, and a wrong one is said to be the forward's, not the chain rule's.
     """
     keys = [f"data:{name}", f"grad:{name}"] + ([f"selfcheck:{name}"] if self_check else [])
+    if forward_apart:
+        out.record(keys.pop(0), lambda: np.array([_forward(V, v, build)[1].data for v in points]))
 
     def compute():
         datas, grads, plus, minus = [], [], [], []
@@ -65,7 +70,7 @@ def _record_expression(out, V, name, points, build, self_check=True):
                     down[i] -= SELF_CHECK_STEP
                     plus.append(_forward(V, up, build)[1].data)
                     minus.append(_forward(V, down, build)[1].data)
-        results = [np.array(datas), np.array(grads)]
+        results = ([] if forward_apart else [np.array(datas)]) + [np.array(grads)]
         if self_check:
             # Observations only: the grader differences them (course.checks.common).
             results.append(np.stack([np.array(grads, dtype=np.float64).ravel(), plus, minus]))
@@ -128,7 +133,7 @@ def probe_value_ops(student, rng, out):
         "a ** -2": ([a], lambda x: x**-2),
     }
     for name, (values, build) in expressions.items():
-        _record_expression(out, V, name, [values], build, self_check=False)
+        _record_expression(out, V, name, [values], build, self_check=False, forward_apart=True)
     # The chain rule. backward() seeds the output with 1.0, where a _backward that forgets to
     # multiply by out.grad is still right; here the output's grad is g, and the check walks
     # the graph itself (through the given _prev and _backward): only the operators are
@@ -160,6 +165,15 @@ def _chained(V, values, build, g):
     return [leaf.grad for leaf in leaves]
 
 
+# The likely mistake of an operator's gradients while its forward value is wrong as well: they
+# follow from the forward (a swapped __rsub__ builds a - k, whose gradient has the other sign),
+# so its _backward and the chain rule are not what to fix.
+OPERATOR_FORWARD_FIRST = (
+    'the forward value of this expression fails too (the "forward value of" line): fix the '
+    "forward first, e.g. the operand order of a reflected form (__rsub__ is other - self); "
+    "the gradients follow from it."
+)
+
 register(
     Check(
         name="value_ops",
@@ -180,6 +194,7 @@ register(
                 hint="the local derivative of this operator in its _backward, or the "
                 "chain rule's multiplication by out.grad.",
                 requires="data",  # a constant gradient (a + b) is guessable
+                hint_unless=(("data", OPERATOR_FORWARD_FIRST),),
             ),
             "chain": Rule(
                 "gradients, when the output's grad is not 1, of",
@@ -187,6 +202,7 @@ register(
                 hint="each _backward multiplies the local derivative by out.grad (the "
                 "chain rule), e.g. self.grad += other.data * out.grad.",
                 requires="data",
+                hint_unless=(("data", OPERATOR_FORWARD_FIRST),),
             ),
         },
     )
