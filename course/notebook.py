@@ -7,7 +7,6 @@ import traceback
 from contextlib import contextmanager
 from pathlib import Path
 
-import nbformat
 from IPython.display import Markdown, display
 
 from course.carry import CarriedCodeMissing, assigned_names
@@ -119,6 +118,8 @@ def exercise_not_run(error: AttributeError, folder: Path | None = None) -> str:
     name = getattr(error, "name", None)
     if owner is None or not name or cls.__module__ != "__main__":  # not a notebook's class
         return ""
+    import nbformat  # here: every notebook imports this module, few ever need it
+
     from course.carry import notebook_of
 
     notebook = notebook_of(folder or Path.cwd())
