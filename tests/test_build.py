@@ -34,6 +34,20 @@ def test_source_notebook_is_built_from_its_text(text):
     )
 
 
+def test_a_comment_that_begins_with_a_shell_word_stays_a_comment():
+    # jupytext's default uncomments `# copy ...` as an IPython command: a grade cell of 09
+    # then stopped with SyntaxError before its check ran, which only real grading showed.
+    nb = build.notebook_from_text("# %%\n# copy of the rows, then\n# cd into it\nx = 1\n")
+    assert nb.cells[0].source == "# copy of the rows, then\n# cd into it\nx = 1"
+
+
+@pytest.mark.parametrize("path", [build.notebook_path(t) for t in TEXTS], ids=lambda p: p.name)
+def test_every_code_cell_of_a_source_notebook_compiles(path):
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type == "code":
+            compile(cell.source, f"{path.name}:{cell.id}", "exec")
+
+
 @pytest.mark.slow
 @pytest.mark.xdist_group("build")
 def test_release_is_what_nbgrader_generates(tmp_path):

@@ -50,9 +50,14 @@ def notebook_key(text_path: Path) -> str:
     return f"{text_path.parent.name}/{text_path.name.removesuffix(TEXT_SUFFIX)}"
 
 
+PERCENT = {"extension": ".py", "format_name": "percent", "comment_magics": False}
+
+
 def notebook_from_text(text: str) -> nbformat.NotebookNode:
     """A clean notebook from py:percent text: nbgrader metadata only, stable cell ids."""
-    nb = jupytext.reads(text, fmt="py:percent")
+    # comment_magics off: jupytext would uncomment a comment line that begins with a word
+    # IPython runs as a command (`# copy of the data` became `copy of the data`).
+    nb = jupytext.reads(text, fmt=PERCENT)
     cells = []
     for index, cell in enumerate(nb.cells):
         meta = cell.metadata.get("nbgrader")
