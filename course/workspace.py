@@ -141,7 +141,9 @@ def main() -> int:
 
 
 STUDENT_CONFIG = Path(__file__).resolve().parent / "jupyter" / "student"
-INSTRUCTOR_CONFIG = STUDENT_CONFIG.parent / "instructor"  # the lab's settings only
+# The instructor's lab settings, and the server's logger at INFO (jupyter_server_config.json):
+# the formgrader logs its dialogs at that logger's level, which traitlets leaves at DEBUG.
+INSTRUCTOR_CONFIG = STUDENT_CONFIG.parent / "instructor"
 
 
 def lab_command(root: Path, instructor: bool, extra: list[str]) -> tuple[list[str], dict]:
