@@ -168,7 +168,7 @@ def test_course_check_grades_like_the_instructor_and_records_progress(course):
     page = mine.with_suffix(".feedback.html").read_text()
     # Each hidden check by the section it grades, not "Test cell" (issue 22, item 7).
     assert "<td>Hidden checks of the engine (11 points)</td>" in page
-    assert '<a href="#value_ops"><code>value_ops</code></a>' in page
+    assert '<a href="#value_ops"><code>value_<wbr/>ops</code></a>' in page
     assert "pre-wrap" in page
     # Maths offline (issue 22, item 7): the installed MathJax, no CDN.
     assert 'data-course-mathjax="file://' in page and "cdnjs" not in page
