@@ -141,7 +141,9 @@ def main() -> int:
 
 
 STUDENT_CONFIG = Path(__file__).resolve().parent / "jupyter" / "student"
-INSTRUCTOR_CONFIG = STUDENT_CONFIG.parent / "instructor"  # the lab's settings only
+# The instructor's lab settings, and the server's logger at INFO (jupyter_server_config.json):
+# the formgrader logs its dialogs at that logger's level, which traitlets leaves at DEBUG.
+INSTRUCTOR_CONFIG = STUDENT_CONFIG.parent / "instructor"
 
 
 def lab_command(root: Path, instructor: bool, extra: list[str]) -> tuple[list[str], dict]:
@@ -177,8 +179,10 @@ def ensure_exchange(root: Path) -> None:
     """Make the course's private exchange, so that nbgrader's Assignments tab lists nothing
     instead of "The exchange directory does not exist and could not be created".
 
-    A class sets NBGRADER_EXCHANGE to the instructor's shared folder: that one is never
-    created here, only reported when it is missing.
+    It has the mode nbgrader's `release_assignment` insists on (0777: it changes any other,
+    with a warning) and stays the account's own: `.nbgrader/`, the grader's folder that holds
+    it, is 0700. A class sets NBGRADER_EXCHANGE to the instructor's shared folder: that one
+    is never created here, only reported when it is missing.
     """
     import os
 
@@ -187,7 +191,10 @@ def ensure_exchange(root: Path) -> None:
         if not Path(shared).is_dir():
             print(f"warning: NBGRADER_EXCHANGE={shared} does not exist: ask your instructor")
         return
-    (root / ".nbgrader" / "exchange").mkdir(parents=True, exist_ok=True)
+    private = root / ".nbgrader"
+    (private / "exchange").mkdir(parents=True, exist_ok=True)
+    private.chmod(0o700)  # first: the exchange is never open while .nbgrader/ is
+    (private / "exchange").chmod(0o777)
 
 
 def stray_fetches(root: Path) -> list[str]:

@@ -453,6 +453,31 @@ def test_reports_wrap_between_words_in_chromium(browser, tmp_path, template):
     page.close()
 
 
+def test_the_feedbacks_table_reads_in_a_narrow_panel(browser, tmp_path):
+    """Walk 53, finding 28: in Lab's panel the feedback table's "what it checks" column was
+    a strip (115 px of an 800 px window) and the table ran past the page. Its longest text
+    gets the widest column, and the table stays within the page, at Lab's widths too."""
+    from tests.test_feedback_page import rendered
+
+    html = tmp_path / "feedback.html"
+    html.write_text(rendered("feedback"))
+    for width in (1050, 800, 600):
+        page = browser.new_page(viewport={"width": width, "height": 900})
+        page.goto(html.as_uri())
+        page.wait_for_timeout(300)
+        if width == 800:
+            page.screenshot(path=ARTEFACTS / "7-feedback-table-800.png")
+        table = page.evaluate(
+            "() => { const t = document.querySelector('table.exercises');"
+            " return {columns: [...t.querySelectorAll('th')].map(th => th.offsetWidth),"
+            " width: t.offsetWidth, room: t.parentElement.clientWidth}; }"
+        )
+        page.close()
+        section, name, what, score = table["columns"]
+        assert table["width"] <= table["room"], (width, table)  # within the page
+        assert what == max(table["columns"]) and what >= 0.4 * table["width"], (width, table)
+
+
 def test_05s_loss_landscape_widget_redraws_in_the_learners_lab(browser, tmp_path):
     """Issue 53, item 7: 05's loss-landscape widget was never reached in a walk (Run All
     stopped before it). A learner who has done 03, 04 and 05 runs 05 in their lab, moves

@@ -125,6 +125,8 @@ def test_notebooks_are_clean(path):
         assert not extra, f"{cell.id}: extra metadata {extra}"
         if cell.cell_type == "code":
             assert cell.outputs == [] and cell.execution_count is None, f"{cell.id} has outputs"
+    # Nor any widget's saved state (the learner's lab saves it in their own copies only).
+    assert "widgets" not in nb.metadata
 
 
 def solution_lines(text: str) -> set[str]:

@@ -1,6 +1,7 @@
 """The command line: it passes on only what was said (its defaults are autograde.grade's
 own), each command's --help says what it does with an example, a bad input says what to do."""
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -303,3 +304,42 @@ def test_the_learners_assignments_tab_submits_the_work_in_work(tmp_path, monkeyp
     assert app.config.Exchange.root == str(exchange)
     (root / "01_backprop").mkdir()  # a copy fetched before the tab used work/
     assert workspace.stray_fetches(root) == ["01_backprop"]
+
+
+# What the formgrader reads as its log level: each handler's `self.log.level`, the Jupyter
+# server's own logger (nbgrader's formgrader/base.py, `api`), with each Jupyter set-up.
+FORMGRADER_LOG_LEVEL = """
+from jupyter_server.serverapp import ServerApp
+app = ServerApp.instance()
+app.load_config_file()
+print(app.log.level)
+"""
+
+
+@pytest.mark.parametrize("where", ["course lab --instructor", "hub"])
+def test_the_formgraders_dialogs_log_no_debug_lines(tmp_path, monkeypatch, where):
+    """Walk 53, finding 24: the formgrader's *Generate* dialog was a page of `[DEBUG]
+    Checksum for code cell ...` lines. The formgrader logs its commands at the level of the
+    server's own logger, which traitlets leaves at DEBUG (only its console handler says
+    INFO); each instructor set-up sets that logger to INFO."""
+    import logging
+    import sys
+
+    from course import workspace
+
+    repo = Path(cli.__file__).resolve().parent.parent
+    monkeypatch.delenv("JUPYTER_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("JUPYTER_CONFIG_PATH", raising=False)
+    if where == "hub":  # hub/jupyterhub_config.py: the instructor's set-up, alone
+        env = dict(os.environ, JUPYTER_CONFIG_PATH=str(repo / "hub" / "jupyter" / "instructor"))
+    else:
+        _, env = workspace.lab_command(repo, instructor=True, extra=[])
+    env.update(HOME=str(tmp_path), JUPYTER_CONFIG_DIR=str(tmp_path / "no-user-config"))
+    out = subprocess.run(
+        [sys.executable, "-c", FORMGRADER_LOG_LEVEL],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert int(out.split()[-1]) == logging.INFO

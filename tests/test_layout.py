@@ -263,6 +263,40 @@ def test_every_assignment_has_its_three_files():
         assert (root / "tests" / f"variants_{name}.py").exists()
 
 
+@pytest.mark.skipif(not (REPO / ".git").exists(), reason="not a git checkout")
+def test_what_an_instructors_day_leaves_in_the_course_folder_is_ignored():
+    """Walk 53, finding 30: after the README's instructor commands, `grades.csv` (`nbgrader
+    export`) and an assignment fetched into the course folder (`01_backprop/`: the
+    instructor's lab, `nbgrader fetch_assignment`) were untracked files in `git status`.
+    They are ignored at the top only: the course's own folders of the same names, and every
+    committed file, are not."""
+    leaves = ["grades.csv", "01_backprop/backprop.ipynb", "09_leaks/leaks.ipynb"]
+    content = ["source/01_backprop/backprop.ipynb", "release/01_backprop/backprop.ipynb"]
+    content += ["references/01_backprop/backprop.json", "autograded/README.md"]
+
+    def ignored(paths: list[str]) -> list[str]:
+        run = subprocess.run(
+            ["git", "check-ignore", "--no-index", "--stdin"],
+            cwd=REPO,
+            input="\n".join(paths),
+            capture_output=True,
+            text=True,
+        )
+        assert run.returncode in (0, 1), run.stderr  # 1: none of them
+        return run.stdout.split()
+
+    assert ignored(leaves) == leaves
+    assert ignored(content) == []
+    tracked = subprocess.run(
+        ["git", "ls-files", "--cached", "--ignored", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert tracked == ""  # no committed file is ignored
+
+
 def test_loading_the_config_changes_nothing_in_the_process(monkeypatch):
     """nbgrader_config.py holds settings only (issue 13): nbgrader loads it several times,
     and so do `course grade` and the tests, in processes that must stay as they were."""

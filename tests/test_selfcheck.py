@@ -2,6 +2,7 @@
 
 import json
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -167,7 +168,7 @@ def test_course_check_grades_like_the_instructor_and_records_progress(course):
     page = mine.with_suffix(".feedback.html").read_text()
     # Each hidden check by the section it grades, not "Test cell" (issue 22, item 7).
     assert "<td>Hidden checks of the engine (11 points)</td>" in page
-    assert '<a href="#value_ops"><code>value_ops</code></a>' in page
+    assert '<a href="#value_ops"><code>value_<wbr/>ops</code></a>' in page
     assert "pre-wrap" in page
     # Maths offline (issue 22, item 7): the installed MathJax, no CDN.
     assert 'data-course-mathjax="file://' in page and "cdnjs" not in page
@@ -395,12 +396,47 @@ def test_learners_install_the_runtime_only_and_see_progress(tmp_path):
 def test_a_self_learner_gets_an_exchange_and_a_class_is_told(course, monkeypatch, capsys):
     """Issue 22, item 6: the private exchange exists before the lab lists assignments."""
     monkeypatch.delenv("NBGRADER_EXCHANGE", raising=False)
+    (course.root / ".nbgrader").mkdir(mode=0o755, exist_ok=True)
+    (course.root / ".nbgrader").chmod(0o755)  # as an earlier version left it
     workspace.ensure_exchange(course.root)
     assert (course.root / ".nbgrader" / "exchange").is_dir()
+    # Walk 53, finding 18: `nbgrader release_assignment` changed the private exchange from
+    # 0755 to 0777 with a warning. It is made 0777, as nbgrader's release wants it, and only
+    # its account can reach it: .nbgrader/ is 0700.
+    assert stat.S_IMODE((course.root / ".nbgrader" / "exchange").stat().st_mode) == 0o777
+    assert stat.S_IMODE((course.root / ".nbgrader").stat().st_mode) == 0o700
     shared = course.root / "no-such-shared-exchange"
     monkeypatch.setenv("NBGRADER_EXCHANGE", str(shared))
     workspace.ensure_exchange(course.root)
     assert not shared.exists() and "does not exist" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_an_instructor_alone_is_their_own_student_between_release_and_collect(course, monkeypatch):
+    """Walk 53, findings 18 and 19: the README's loop on one machine. After `course lab`
+    has made the private exchange, release changes no permission (it said "Permissions for
+    exchange directory ... are invalid, changing them from 0o755 to 0o777"), and the
+    README's `nbgrader submit 01_backprop --Exchange.assignment_dir=work` sends the work in
+    work/, which `nbgrader collect` takes under the account's name."""
+    import getpass
+
+    monkeypatch.delenv("NBGRADER_EXCHANGE", raising=False)
+    workspace.prepare(course.root)
+    workspace.ensure_exchange(course.root)  # what `course lab` does first
+    mine = course.root / "work" / "01_backprop" / "backprop.ipynb"
+    mine.write_text(mine.read_text().replace("YOUR CODE HERE", "my own work", 1))
+    said = []
+    for command in (
+        "release_assignment 01_backprop",
+        "submit 01_backprop --Exchange.assignment_dir=work",
+        "collect 01_backprop",
+    ):
+        run = course.nbgrader(*command.split())
+        said.append(run.stdout + run.stderr)
+    assert not any("WARNING" in log for log in said), said
+    collected = course.root / "submitted" / getpass.getuser() / "01_backprop" / "backprop.ipynb"
+    assert collected.read_text() == mine.read_text()
+    assert not (course.root / "01_backprop").exists()
 
 
 @pytest.mark.slow

@@ -589,12 +589,21 @@ REPORT_CSS = """
 div.output_area pre { white-space: pre-wrap; word-break: normal; overflow-wrap: break-word; }
 """
 # nbgrader's own table of contents, which calls every hidden check "Test cell" and lists a
-# "Comment" per answer, gives way to ExerciseFeedback's table.
+# "Comment" per answer, gives way to ExerciseFeedback's table. In a narrow panel (Lab's) its
+# "what it checks" column, the longest text, was squeezed to a strip while the others kept
+# their width and the table ran past the page (walk 53): that column takes the widest share,
+# a check's name breaks after an underscore (ExerciseFeedback's <wbr>), a section's long
+# signature anywhere, and the table stays within the page.
 FEEDBACK_CSS = (
     REPORT_CSS
     + """
 div#toc { display: none; }
-table.exercises td, table.exercises th { padding: 0 1em; }
+table.exercises { width: 100%; }
+table.exercises td, table.exercises th { padding: 0.2em 0.6em; vertical-align: top; }
+table.exercises th:nth-child(1) { width: 25%; }
+table.exercises th:nth-child(3) { width: 45%; }
+table.exercises td:nth-child(1) { overflow-wrap: anywhere; }
+table.exercises td:last-child { white-space: nowrap; }
 """
 )
 
@@ -717,9 +726,10 @@ class ExerciseFeedback(NbGraderPreprocessor):
             section = label or grade_id
             shown = "" if rows and section == previous else section
             previous = section
+            breakable = escape(grade_id).replace("_", "_<wbr>")  # a narrow panel breaks it there
             rows.append(
                 f"<tr><td>{escape(shown)}</td>"
-                f'<td><a href="#{escape(grade_id)}"><code>{escape(grade_id)}</code></a></td>'
+                f'<td><a href="#{escape(grade_id)}"><code>{breakable}</code></a></td>'
                 f"<td>{escape(what_it_checks(cell.source))}</td>"
                 f"<td>{score:g} / {points:g}</td></tr>"
             )
