@@ -1,0 +1,258 @@
+"""A trivial answer earns nothing in any hidden check, on any secret seed (issue 55).
+
+A hidden check draws its secret inputs from a seed (course.grader.inputs). A draw that makes
+the expected value trivial (zero, a constant, the input itself) credits a trivial answer on
+the seeds where it happens: 09's activation_stats drew a tanh scale from 0.5, where nothing
+saturates, and constant zeros earned the saturated share's sub-check on 211 of 2000 seeds;
+the round-16 test that it "earns nothing" failed one CI run in three. A lottery like that
+is a bug of the draw (or of the rule), never of the test: this file finds it on every check.
+
+For each check, the functions the probe reads from the learner's notebook (a class: each
+method it defines but __init__) are replaced, everything else staying the solution's, by:
+
+- zeros / ones: the solution's result with every number and array mapped to zeros (ones)
+  of its shape (tuples, lists, dicts and the class's own objects mapped element by element);
+- first: the first array (or number) argument, unchanged, where the result has its shape
+  (zeros elsewhere);
+- nothing: returns None without doing anything (a `backward` that sets no gradient);
+- blank: raises NotImplementedError, as the released stub does.
+
+Two measures, on the same seeds as tests/test_inputs_sweep.py, judged as the grader judges
+(references: the solutions on that seed, computed trusted):
+
+- every graded name of the check replaced at once earns 0 points;
+- one name replaced earns no more than that name left blank (the rest of the check's
+  points are the other functions', rightly earned).
+
+A trivial answer that is right on every seed (a gradient that is truly zero) would be no
+lottery; none is left in the course (TRULY_TRIVIAL is empty). `make test` draws SEEDS (24)
+seeds and fewer for the checks that train (FEW_SEEDS); `make sweep` (SWEEP_SEEDS=1000)
+draws that many for every check but those, which draw SLOW_CHECKS' count of
+tests/test_inputs_sweep.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import os
+
+import numpy as np
+import pytest
+
+from course.checks import checks_by_name, common, convolution
+from course.grader import judge, probe
+from tests.test_inputs_sweep import SLOW_CHECKS, namespace
+
+SWEEP = "SWEEP_SEEDS" in os.environ
+SEEDS = int(os.environ.get("SWEEP_SEEDS", "24"))
+# In `make test`: the checks that train, or run whole training runs, draw these few (the
+# rest cost a few ms a variant); in `make sweep`, SLOW_CHECKS' counts.
+FEW_SEEDS = {
+    "mlp_training": 1,
+    "normalised_training": 2,
+    "convnet_training": 2,
+    "conv_fast_speed": 1,
+    "diagnose": 1,
+    "finished_net": 4,
+    "fully_connected_net": 6,
+    "lstm_sequence": 8,
+    "block": 8,
+    "multihead_backward": 8,
+}
+# The large case of the by-hand backward passes (course.checks.common.record_large): plain
+# normal draws no trivial answer is near; judged on the first seed only.
+LARGE_SEEDS = 1
+KINDS = ("blank", "zeros", "ones", "first", "nothing")
+CHECKS = sorted(checks_by_name().values(), key=lambda c: c.name)
+
+
+def seeds_of(name: str) -> list[int]:
+    """The fixed secret seeds one check draws (those of tests/test_inputs_sweep.py)."""
+    count = SLOW_CHECKS.get(name, SEEDS) if SWEEP else FEW_SEEDS.get(name, SEEDS)
+    return [int(s) for s in np.random.default_rng(2026).integers(0, 2**63, max(SEEDS, 1000))][
+        :count
+    ]
+
+
+# ---------------------------------------------------------------- the trivial answers
+
+
+def _mapped(value, how, first, cls):
+    """value with every number and array replaced as `how` says (zeros, ones, first)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str | bytes):
+        return value
+    if isinstance(value, np.ndarray) and value.dtype.kind in "bfciu":
+        if how == "first" and np.shape(first) == value.shape:
+            return np.array(first, dtype=value.dtype)
+        return (np.ones_like if how == "ones" else np.zeros_like)(value)
+    if isinstance(value, float | int | np.number):
+        if how == "first" and np.ndim(first) == 0 and first is not None:
+            return type(value)(first)
+        return type(value)(1 if how == "ones" else 0)
+    if isinstance(value, tuple | list):
+        return type(value)(_mapped(v, how, first, cls) for v in value)
+    if isinstance(value, dict):
+        return {k: _mapped(v, how, first, cls) for k, v in value.items()}
+    if cls is not None and isinstance(value, cls):  # the class's own objects (a Value)
+        twin = copy.copy(value)
+        for attr, v in vars(value).items():
+            if isinstance(v, float | int | np.ndarray) and not isinstance(v, bool):
+                setattr(twin, attr, _mapped(v, how, first, cls))
+        return twin
+    return value
+
+
+def _first(args) -> object:
+    for a in args:
+        if isinstance(a, np.ndarray) and a.dtype.kind in "fciu":
+            return a
+        if isinstance(a, float | int | np.number) and not isinstance(a, bool):
+            return a
+    return None
+
+
+def _detached(args: tuple, method: bool) -> tuple:
+    """Copies of a call's arguments; `self` (method) shallow, with copies of its arrays,
+    dicts and lists (a net's parameters, its normalisation state), not of other objects
+    (a Value's graph)."""
+    if not method or not args:
+        return copy.deepcopy(args)
+    self = copy.copy(args[0])
+    for attr, v in vars(args[0]).items():
+        if isinstance(v, np.ndarray | dict | list):
+            setattr(self, attr, copy.deepcopy(v))
+    return (self, *copy.deepcopy(args[1:]))
+
+
+def trivial(function, how: str, cls=None, method: bool = False):
+    """The trivial answer `how` in place of `function` (the solution's)."""
+
+    def answer(*args, **kwargs):
+        if how == "blank":
+            raise NotImplementedError("a blank answer")
+        if how == "nothing":
+            return None
+        # The solution runs on copies: its side effects (running averages kept in a
+        # bn_param, state in a config, a net's parameters) are not the trivial answer's.
+        first = _first(args[1:] if method else args)
+        value = function(*_detached(args, method), **copy.deepcopy(kwargs))
+        return _mapped(value, how, first, cls)
+
+    return answer
+
+
+def own_methods(cls) -> list[str]:
+    """The methods a learner writes in a graded class: all it defines but __init__."""
+    return [
+        name
+        for name, value in vars(cls).items()
+        if callable(value) and not isinstance(value, type) and name != "__init__"
+    ]
+
+
+def graded_names(check, ns: dict) -> list[str]:
+    """The names the check's probe reads from the notebook (its graded functions)."""
+    read = []
+
+    class Recording(dict):
+        def __getitem__(self, key):
+            read.append(key)
+            return dict.__getitem__(self, key)
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        probe.probe(check, Recording(ns), seeds_of(check.name)[0])
+    return sorted({n for n in read if callable(ns.get(n))})
+
+
+@contextlib.contextmanager
+def replaced(ns: dict, names: list[str], how: str):
+    """The namespace with `names` replaced by the trivial answer `how` (a class: its methods
+    patched in place, for the objects its methods create; restored afterwards)."""
+    namespace_ = dict(ns)
+    undo = []
+    try:
+        for name in names:
+            value = ns[name]
+            if isinstance(value, type):
+                for attr in own_methods(value):
+                    undo.append((value, attr, vars(value)[attr]))
+                    setattr(value, attr, trivial(vars(value)[attr], how, value, method=True))
+            else:
+                namespace_[name] = trivial(value, how)
+        yield namespace_
+    finally:
+        for cls, attr, original in reversed(undo):
+            setattr(cls, attr, original)
+
+
+# ---------------------------------------------------------------- judged as the grader does
+
+
+def points(check, outputs: dict, reference: dict) -> float:
+    seen = {k: judge.observation(v) for k, v in outputs.items()}
+    return judge.score(check, judge.judge(check, seen, reference))
+
+
+def probed(check, ns: dict, seed: int, trusted: bool = False) -> dict:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        with probe.trusted() if trusted else contextlib.nullcontext():
+            return probe.probe(check, ns, seed)
+
+
+def trivial_points(check, seed: int, index: int = 0, alone: bool = False) -> dict:
+    """{(names replaced, how): (points, blank's points)} of one check on one seed: every
+    graded name at once ("*"); with `alone`, also each name alone beside that name left
+    blank (measured by hand, not asserted: the rest of the check is rightly earned)."""
+    ns = namespace(check.notebook)
+    names = graded_names(check, ns)
+    common.LARGE_CASES[0] = index < LARGE_SEEDS
+    try:
+        reference = probed(check, ns, seed, trusted=True)
+        reference = {k: judge.observation(v) for k, v in reference.items()}
+        found = {}
+        groups = [("*", names)] + ([(n, [n]) for n in names] if alone and len(names) > 1 else [])
+        for label, group in groups:
+            blank = None
+            for how in KINDS:
+                with replaced(ns, group, how) as variant:
+                    got = points(check, probed(check, variant, seed), reference)
+                blank = got if how == "blank" else blank
+                found[(label, how)] = (got, 0.0 if label == "*" else blank)
+        return found
+    finally:
+        common.LARGE_CASES[0] = True
+
+
+# ---------------------------------------------------------------- the tests
+
+# Trivial answers right on every seed by the check's design, not a draw's: {(check, how):
+# why}. Their points must be the same on every seed (a lottery is still a failure).
+TRULY_TRIVIAL = {
+    ("dropout_backward", "first"): "in test mode dropout's backward pass is the identity: "
+    "dout returned as it came is dx (0.28 of 1 point, the test-mode sub-check)",
+}
+
+
+@pytest.fixture
+def no_yardstick(monkeypatch):
+    """The speed check's yardstick runs for as long as it needs to time (up to 3 s a call):
+    the verdict on a trivial answer does not depend on it."""
+    monkeypatch.setattr(convolution, "YARDSTICK_SECONDS", (0.0, 0.0))
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.name)
+def test_a_trivial_answer_earns_nothing_on_any_seed(check, no_yardstick):
+    seeds = seeds_of(check.name)
+    earned: dict[str, dict[float, list[int]]] = {}
+    for index, seed in enumerate(seeds):
+        for (_, how), (got, _) in trivial_points(check, seed, index).items():
+            earned.setdefault(how, {}).setdefault(got, []).append(seed)
+    bad = []
+    for how, by_points in earned.items():
+        allowed = (check.name, how) in TRULY_TRIVIAL
+        if (allowed and len(by_points) > 1) or (not allowed and set(by_points) != {0.0}):
+            shares = ", ".join(f"{p} on {len(s)} (seed {s[0]})" for p, s in by_points.items())
+            bad.append(f"{how}: {shares} of {len(seeds)} seeds")
+    assert not bad, f"{check.name}, every graded name trivial:\n" + "\n".join(bad)
