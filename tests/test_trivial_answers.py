@@ -33,7 +33,8 @@ alone, credited without a loss: every seed).
 
 `make test` draws SEEDS (8) seeds a check, fewer for the costliest (FEW_SEEDS: about 45 s
 of CPU for the file); `make sweep` (SWEEP_SEEDS=1000) that many for every check but those
-that train, which draw SLOW_CHECKS' count of tests/test_inputs_sweep.py.
+that train, which draw SLOW_CHECKS' count of tests/test_inputs_sweep.py, its COSTLY_CHECKS
+(a quarter) and value_accumulation (SWEEP_FEW).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ import pytest
 
 from course.checks import checks_by_name, common, convolution
 from course.grader import judge, probe
-from tests.test_inputs_sweep import SLOW_CHECKS, namespace
+from tests.test_inputs_sweep import COSTLY_CHECKS, SLOW_CHECKS, namespace
 
 SWEEP = "SWEEP_SEEDS" in os.environ
 SEEDS = int(os.environ.get("SWEEP_SEEDS", "8"))
@@ -88,13 +89,21 @@ FEW_SEEDS = {
 # The large case of the by-hand backward passes (course.checks.common.record_large): plain
 # normal draws no trivial answer is near; judged on the first seed only.
 LARGE_SEEDS = 1
+# In `make sweep`: a trivial Value's probe takes about 9 s a seed (value_accumulation);
+# the costliest checks of tests/test_inputs_sweep.py (COSTLY_CHECKS, 1 to 2 s a seed here)
+# draw a quarter of SWEEP_SEEDS.
+SWEEP_FEW = {"value_accumulation": 50}
 KINDS = ("blank", "zeros", "ones", "first", "nothing")
 CHECKS = sorted(checks_by_name().values(), key=lambda c: c.name)
 
 
 def seeds_of(name: str) -> list[int]:
     """The fixed secret seeds one check draws (those of tests/test_inputs_sweep.py)."""
-    count = SLOW_CHECKS.get(name, SEEDS) if SWEEP else FEW_SEEDS.get(name, SEEDS)
+    if SWEEP:
+        count = SLOW_CHECKS.get(name) or SWEEP_FEW.get(name) or SEEDS
+        count = count // 4 if name in COSTLY_CHECKS else count
+    else:
+        count = FEW_SEEDS.get(name, SEEDS)
     return [int(s) for s in np.random.default_rng(2026).integers(0, 2**63, max(SEEDS, 1000))][
         :count
     ]
