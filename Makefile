@@ -86,11 +86,13 @@ test-cpu: dev
 	$(BIN)/python tests/cpu_profile.py cpu-by-test.jsonl
 
 # Before a release: every check on 1000 secret seeds (make test draws 300, 150 for the
-# nine costliest), and every probe helper patched, called or not (make test patches those
-# the honest probe calls).
+# nine costliest), every probe helper patched, called or not (make test patches those
+# the honest probe calls), and trivial answers (zeros, ones, the input, nothing, a blank)
+# judged on those 1000 seeds (make test: 24, fewer for the costliest; issue 55).
 sweep: dev
 	SWEEP_SEEDS=1000 EVERY_PATCH=1 $(PYTEST) tests/test_inputs_sweep.py \
-		tests/test_observations.py -k "any_seed or patching" --durations=10
+		tests/test_observations.py tests/test_trivial_answers.py \
+		-k "any_seed or patching" --durations=10
 
 release: setup
 	$(BIN)/course build

@@ -341,7 +341,7 @@ def rule_probe(function: str, given: dict, state: dict, curve_config: dict):
             start[key] = draw(rng, shape)
         state_keys = sorted(state)
 
-        def record_run(label, config, steps):
+        def record_run(label, config, steps, start_w=w0):
             def run():
                 current = (
                     None
@@ -350,7 +350,7 @@ def rule_probe(function: str, given: dict, state: dict, curve_config: dict):
                         k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in config.items()
                     }
                 )
-                w, path, moved = w0.copy(), [], []
+                w, path, moved = start_w.copy(), [], []
                 for dw in steps:
                     # How much the call moved the arrays handed to it, raw: a rule that
                     # changes w or dw in place (w += v) moves its caller's arrays.
@@ -397,7 +397,17 @@ def rule_probe(function: str, given: dict, state: dict, curve_config: dict):
             for dw in tiny:
                 dw[:, dead] = 0.0  # a dead unit: its gradient is exactly zero at every step
             config = {"learning_rate": given["learning_rate"], "epsilon": 1.0}
-            record_run("zero state, a dead unit, gradients near 1e-7 and epsilon 1", config, tiny)
+            # Weights as small as the gradients: each step (about learning_rate * 1e-7) is
+            # then 1% to 4% of a weight, not 1e-9 of it, where weights left as they were
+            # are within the rule's 1e-6 (the w of `first`, the trivial answer, earned
+            # Adam's and RMSProp's sub-check on every seed: tests/test_trivial_answers.py).
+            small_w = 1e-7 * away_from_zero(rng, shape)
+            record_run(
+                "zero state, a dead unit, gradients near 1e-7 and epsilon 1",
+                config,
+                tiny,
+                small_w,
+            )
 
     return probe
 
