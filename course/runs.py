@@ -118,6 +118,18 @@ class Run:
     def model(self) -> TanhNet:
         return self.new_model()
 
+    def with_changes(self, new_model=None, learning_rate=None, y_train=None) -> Run:
+        """The same run (its data, batches, steps and seed) with what a fix changes: its
+        models' maker, its learning rate, or its training labels."""
+        return Run(
+            self.new_model if new_model is None else new_model,
+            (self.X_train, self.y_train if y_train is None else y_train, self.X_val, self.y_val),
+            learning_rate=self.learning_rate if learning_rate is None else learning_rate,
+            batch_size=self.batch_size,
+            steps=self.steps,
+            seed=self.seed,
+        )
+
     def step(self, model, X, y) -> float:
         loss, grads = model.loss(X, y)
         for name, p in model.params.items():

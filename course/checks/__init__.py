@@ -117,6 +117,7 @@ INDEX = {
         "dataset_loss",
         "improvement_real",
         "diagnose",
+        "fix",
     ),
 }
 _MODULE_OF = {name: module for module, names in INDEX.items() for name in names}

@@ -606,3 +606,167 @@ register(
         },
     )
 )
+
+
+# ---------------------------------------------------------------- fixed runs
+
+FIX_KINDS = tuple(kind for kind in RUN_KINDS if kind != "no leak")
+FIX_STEP = 1e-5  # the centred difference's step along a direction of all parameters
+FIX_START = 1.0  # a fixed run starts within this of ln C (a start too large: 10 and more)
+FIX_RATIO = (1e-4, 1e-1)  # its first ratios' largest (healthy 4e-3 to 1.5e-2)
+FIX_GRADIENT = 1e-5  # its gradient's relative error (right: 1e-7; a planted term: 1e-3)
+FIX_HELD_OUT = 1.2  # its test loss after training (healthy 0.3 to 0.9; a leak's 2 and more)
+
+
+def _held_out_loss(params, X, y) -> float:
+    """The mean cross-entropy of the grader's own TanhNet with `params` on rows (X, y)."""
+    scores = TanhNet({k: np.asarray(params[k], dtype=np.float64) for k in TANH_KEYS}).loss(X)
+    shifted = scores - scores.max(axis=1, keepdims=True)
+    log_p = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    return float(-log_p[np.arange(len(y)), y].mean())
+
+
+TANH_KEYS = ("W1", "b1", "W2", "b2")
+
+
+def probe_fix(student, rng, out):
+    """The learner's fix of five runs, one of each leak of RUN_KINDS, in an order the inputs
+    decide, each handed with its true cause: fix(run, cause) returns a run. The probe reads
+    the fixed run with the instruments, on its own copies of the run's data: the start (the
+    grader's forward on the fixed model's parameters), the first ratios (the fixed run's
+    step), a centred difference of the fixed model's loss along a random direction beside
+    its gradient, the training labels, and the loss on the digits' test rows (which no run
+    carries) after the probe trains a fresh model with the fixed run's step, on the run's
+    own rows and batches. A fix is credited only if every instrument reads healthy."""
+    kinds = [FIX_KINDS[i] for i in rng.permutation(len(FIX_KINDS))]
+    data = digits()
+    for index, kind in enumerate(kinds):
+        run = make_run(kind, rng, data)
+        X_train, truth = run.X_train.copy(), run.y_train.copy()
+        if kind == "labels that do not match the inputs":
+            truth = np.roll(truth, -1)  # make_run's shift, undone: the grader's own copy
+        direction_seed = int(rng.integers(2**31))
+
+        def compute(run=run, kind=kind, X_train=X_train, truth=truth, seed=direction_seed):
+            fixed = student.fix(run, kind)
+            labels = np.asarray(fixed.y_train)
+            start = _held_out_loss(fixed.model().params, X_train, truth)
+            model, order, ratios = fixed.model(), np.random.default_rng(0), []
+            with np.errstate(all="ignore"):  # a run still diverging overflows
+                for _ in range(10):  # W1's update ratio over the first ten steps
+                    batch = order.choice(len(X_train), run.batch_size, replace=False)
+                    before = np.array(model.params["W1"], dtype=np.float64)
+                    fixed.step(model, X_train[batch], labels[batch])
+                    change = np.asarray(model.params["W1"], dtype=np.float64) - before
+                    ratios.append(np.linalg.norm(change) / np.linalg.norm(before))
+            model = fixed.model()
+            X, y = X_train[:5], labels[:5]
+            loss, grads = model.loss(X, y)
+            direction = np.random.default_rng(seed)
+            u = {k: direction.standard_normal(np.shape(model.params[k])) for k in TANH_KEYS}
+            slope = sum(float(np.sum(np.asarray(grads[k]) * u[k])) for k in TANH_KEYS)
+            nudged = []
+            for sign in (1, -1):
+                model = fixed.model()
+                for k in TANH_KEYS:
+                    model.params[k] = model.params[k] + sign * FIX_STEP * u[k]
+                nudged.append(float(model.loss(X, y)[0]))
+            model, order = fixed.model(), np.random.default_rng(run.seed)
+            with np.errstate(all="ignore"):  # a run still diverging overflows
+                for _ in range(run.steps):
+                    batch = order.choice(len(X_train), run.batch_size, replace=False)
+                    fixed.step(model, X_train[batch], labels[batch])
+                held = _held_out_loss(model.params, data.X_test, data.y_test)
+            return start, np.array(ratios), np.array([slope, *nudged]), labels, held
+
+        detail = f"run {index + 1}"
+        keys = ["start", "ratios", "gradient", "labels", "held-out"]
+        out.record([f"{key}:{detail}" for key in keys], compute)
+
+
+def _near_ln_c(got, want):
+    """measure: True if the fixed model's start is within FIX_START of ln C."""
+    start, ln_c = float(np.asarray(got, dtype=np.float64)), float(np.log(10))
+    if not abs(start - ln_c) <= FIX_START:
+        return f"starts at {start:.3g}, not within {FIX_START:g} of ln C = {ln_c:.3f}"
+    return True
+
+
+def _healthy_ratio(got, want):
+    """measure: True if W1's largest update ratio of the first ten steps is in FIX_RATIO."""
+    ratios = np.asarray(got, dtype=np.float64)
+    top = float(np.max(ratios)) if ratios.size else np.nan
+    low, high = FIX_RATIO
+    if not low <= top <= high:
+        return f"moves W1 by up to {top:.1e} of its norm a step, outside {low:.0e} to {high:.0e}"
+    return True
+
+
+def _gradient_error(got, want):
+    """measure: the relative error of the gradient along the probe's direction against the
+    centred difference of the loss at +-FIX_STEP along it."""
+    slope, plus, minus = np.asarray(got, dtype=np.float64).ravel()[:3]
+    numeric = (plus - minus) / (2 * FIX_STEP)
+    return abs(slope - numeric) / max(abs(slope), abs(numeric), 1e-12)
+
+
+def _learns(got, want):
+    """measure: True if the loss on the test rows after training is below FIX_HELD_OUT."""
+    loss = float(np.asarray(got, dtype=np.float64))
+    if not loss <= FIX_HELD_OUT:
+        return f"ends at a loss of {loss:.3g} on rows it never saw, not below {FIX_HELD_OUT:g}"
+    return True
+
+
+register(
+    Check(
+        name="fix",
+        notebook=NOTEBOOK,
+        points=4,
+        probe=probe_fix,
+        rules={
+            "start": Rule(
+                "fixed run's start, for",
+                kind="true",
+                weight=0,
+                measure=_near_ln_c,
+                hint="a start far above ln C is the initialisation's scale: the fix makes its "
+                "models at a healthy scale, not smaller steps from the same start.",
+            ),
+            "ratios": Rule(
+                "fixed run's first update ratios, for",
+                kind="true",
+                weight=0,
+                measure=_healthy_ratio,
+                hint="the learning rate sets the update ratio: choose one whose first steps "
+                "move W1 by a few thousandths of its norm (try rates on a log grid); a "
+                "clipped gradient under the same rate hides the symptom.",
+            ),
+            "gradient": Rule(
+                "fixed model's gradient against its loss (relative error along a direction), for",
+                kind="below",
+                rtol=FIX_GRADIENT,
+                weight=0,
+                measure=_gradient_error,
+                hint="the model's gradient must agree with its own loss: find the term of the "
+                "loss its backward pass leaves out, and give it its gradient (or take it out "
+                "of the loss).",
+            ),
+            "labels": Rule(
+                "fixed run's training labels, for",
+                rtol=0,
+                weight=0,
+                hint="only a run whose labels do not match its inputs gets new labels, each "
+                "row its own (undo the shift); the other runs keep theirs.",
+            ),
+            "held-out": Rule(
+                "fixed run, trained, on the digits' test rows, for",
+                kind="true",
+                measure=_learns,
+                requires=("start", "ratios", "gradient", "labels"),
+                hint="every instrument must read healthy after the fix, and the run must "
+                "then learn.",
+            ),
+        },
+    )
+)

@@ -54,7 +54,7 @@ from course.data import digits
 from course.gradcheck import rel_error
 from course.notebook import check_it, explore_plot
 from course.plots import plain_log_labels
-from course.runs import CAUSES, RUN_KINDS, make_run, mystery_runs
+from course.runs import CAUSES, RUN_KINDS, TanhNet, make_run, mystery_runs
 from course.stats import t_quantile
 
 # %% [markdown]
@@ -1008,6 +1008,118 @@ check("diagnose", globals())
 # rate far too small from labels that do not match, whose curves both sit near $\ln 10$
 # (part 5's test, run with the run's own `step`, would too: wrong labels can be memorised,
 # a rate far too small memorises nothing).
+
+# %% [markdown]
+# ### Exercise 9.2: `fix`
+#
+# A diagnosis is a claim until the fix makes it true. Return `run` with its leak `cause`
+# repaired, by `run.with_changes(new_model=..., learning_rate=..., y_train=...)` (the same
+# data, batches and steps; change only what leaked), so that every instrument reads healthy
+# and the run then learns. Repair the part that leaked, not its symptom: a gradient clipped
+# under a rate far too large moves the weights as far as before, and a smaller step from a
+# saturated start still starts saturated. A healthy run needs no change.
+#
+# - **Initialisation too large**: make its models at a healthy scale (as `make_run`'s
+#   healthy runs: `W1` of std $1/\sqrt{D}$, `W2` of std 0.1, zero biases).
+# - **A learning rate too high or too low**: try rates on a log grid, and keep one whose
+#   first ten steps move `W1` by a few thousandths of its norm (your `update_ratios`).
+# - **A wrong backward pass**: read the model's `loss` (`TanhNet` in `course/runs.py`) for
+#   the term its gradients leave out, and give it its gradient, in a subclass.
+# - **Labels that do not match the inputs**: find the shift of the labels against their
+#   rows, by how well a quick classifier of the shifted labels does on validation, and
+#   undo it.
+
+
+# %% nbgrader={"grade": false, "grade_id": "fix_solution", "locked": false, "schema_version": 3, "solution": true}
+def fix(run, cause):
+    """`run` with its leak `cause` (one of CAUSES) repaired: a run made by
+    run.with_changes(...), whose instruments all read healthy."""
+    ### BEGIN SOLUTION
+    if cause == "initialisation too large":
+
+        def new_model():  # the same family at a healthy scale: scores near 0 at the start
+            model = run.model()
+            init = np.random.default_rng(run.seed)
+            (D, H), C = model.params["W1"].shape, model.params["W2"].shape[1]
+            model.params.update(
+                W1=init.standard_normal((D, H)) / np.sqrt(D),
+                b1=np.zeros(H),
+                W2=0.1 * init.standard_normal((H, C)),
+                b2=np.zeros(C),
+            )
+            return model
+
+        return run.with_changes(new_model=new_model)
+    if cause in ("learning rate too high", "learning rate too low"):
+        for rate in 10.0 ** np.arange(1.0, -4.0, -0.25):  # large to small: the first healthy
+            trial, model = run.with_changes(learning_rate=rate), run.model()
+            order, ratios = np.random.default_rng(0), []
+            for _ in range(10):
+                batch = order.choice(len(run.X_train), run.batch_size, replace=False)
+                before = {"W1": model.params["W1"].copy()}
+                with np.errstate(all="ignore"):  # a rate still too large overflows
+                    trial.step(model, run.X_train[batch], run.y_train[batch])
+                ratios.append(update_ratios(before, {"W1": model.params["W1"]})["W1"])
+            if np.all(np.array(ratios) < 1e-2):  # NaN (diverged) is not below
+                return trial
+    if cause == "a wrong backward pass":
+
+        class Corrected(TanhNet):  # the loss's term sum(a sin(b p)), given its gradient
+            def loss(self, X, y=None):
+                found = super().loss(X, y)
+                if y is None:
+                    return found
+                loss, grads = found
+                for name, (a, b) in self.hidden.items():
+                    grads[name] = grads[name] + a * b * np.cos(b * self.params[name])
+                return loss, grads
+
+        def corrected_model():
+            model = run.model()
+            return Corrected(model.params, model.reg, model.hidden, model.train_mask)
+
+        return run.with_changes(new_model=corrected_model)
+    if cause == "labels that do not match the inputs":
+        # A least-squares classifier of each shift of the labels, scored on validation.
+        C = run.model().params["W2"].shape[1]
+        X = np.c_[run.X_train, np.ones(len(run.X_train))]
+        X_val = np.c_[run.X_val, np.ones(len(run.X_val))]
+
+        def accuracy(shift):
+            W = np.linalg.lstsq(X, np.eye(C)[np.roll(run.y_train, -shift)], rcond=None)[0]
+            return np.mean((X_val @ W).argmax(axis=1) == run.y_val)
+
+        return run.with_changes(y_train=np.roll(run.y_train, -max(range(-5, 6), key=accuracy)))
+    return run
+    ### END SOLUTION
+
+
+# %% [markdown]
+# **Check it**: each of the three runs above, fixed for the leak your `diagnose` names,
+# read again with every instrument.
+
+# %%
+with check_it("Exercise 9.2"):
+    fixed = {f"{name}, fixed": fix(run, diagnose(run)) for name, run in runs.items()}
+    show_readings(fixed)
+    for name, run in fixed.items():
+        found = readings(run)
+        assert abs(found["start"] - expected_initial_loss(C)) < 1, f"{name} starts far from ln C"
+        assert 1e-4 <= found["largest update ratio"] <= 0.1, f"{name}: the update ratio"
+        assert found["largest gradient error"] < 1e-3, f"{name}: its gradient check fails"
+        assert found["validation at the end"] < 1.2, f"{name} does not learn"
+
+# %% nbgrader={"grade": true, "grade_id": "fix", "locked": true, "points": 4, "schema_version": 3, "solution": false}
+# Hidden check (4 points): five runs you do not see, one of each leak, each handed to your
+# `fix` with its true cause. Each fixed run is read by the grader's instruments on its own
+# copy of the run's data: the start, the first update ratios, the model's gradient against
+# its loss, the training labels, and the loss on the digits' test rows (which no run
+# carries) after training; a fix earns its share only if every one reads healthy.
+### BEGIN HIDDEN TESTS
+from course.grading import check
+
+check("fix", globals())
+### END HIDDEN TESTS
 
 # %% [markdown]
 # **Switch a leak on.** For every kind, a seed draws the same training rows, hidden size
