@@ -9,6 +9,7 @@ INITIAL, GRADCHECK = "initial_loss_solution", "gradient_check_solution"
 RATIOS, STATS = "update_ratios_solution", "activation_stats_solution"
 OVERFIT, DATASET = "overfit_solution", "dataset_loss_solution"
 IMPROVEMENT, DIAGNOSE = "improvement_solution", "diagnose_solution"
+FIX = "fix_solution"
 
 VAL_CHECK = """\
     trained, _ = run.train()
@@ -16,7 +17,87 @@ VAL_CHECK = """\
         return "labels that do not match the inputs"
 """
 
+# A rate too high "fixed" by clipping the gradient: the symptom (a loss that explodes)
+# hidden, the rate kept.
+FIX_CLIPPED = """\
+    if cause == "learning rate too high":
+
+        class Clipped(type(run)):
+            def step(self, model, X, y):
+                loss, grads = model.loss(X, y)
+                norm = np.sqrt(sum(np.sum(g**2) for g in grads.values()))
+                for name, p in model.params.items():
+                    p -= self.learning_rate * grads[name] / max(1.0, norm)
+                return float(loss)
+
+        fixed = Clipped(run.new_model, (run.X_train, run.y_train, run.X_val, run.y_val),
+                        run.learning_rate, run.batch_size, run.steps, run.seed)
+        return fixed
+    if cause in ("learning rate too high", "learning rate too low"):
+"""
+
 MUTANTS = [
+    # fix
+    m(
+        "fix: nothing changed",
+        FIX,
+        {"fix"},
+        (
+            '    if cause == "initialisation too large":\n',
+            '    return run\n    if cause == "initialisation too large":\n',
+        ),
+    ),
+    m(
+        "fix: a saturated start given a smaller rate (the right diagnosis, a wrong fix)",
+        FIX,
+        {"fix"},
+        (
+            "        return run.with_changes(new_model=new_model)",
+            "        return run.with_changes(learning_rate=run.learning_rate / 10)",
+        ),
+    ),
+    m(
+        "fix: a rate too high hidden by clipping the gradient",
+        FIX,
+        {"fix"},
+        ('    if cause in ("learning rate too high", "learning rate too low"):\n', FIX_CLIPPED),
+    ),
+    m(
+        "fix: the planted term's gradient without its inner factor b",
+        FIX,
+        {"fix"},
+        ("a * b * np.cos(b * self.params[name])", "a * np.cos(b * self.params[name])"),
+    ),
+    m(
+        "fix: the planted term's gradient with the wrong sign",
+        FIX,
+        {"fix"},
+        ("grads[name] + a * b * np.cos", "grads[name] - a * b * np.cos"),
+    ),
+    m(
+        "fix: a wrong backward pass given a smaller rate",
+        FIX,
+        {"fix"},
+        (
+            "        return run.with_changes(new_model=corrected_model)",
+            "        return run.with_changes(learning_rate=run.learning_rate / 10)",
+        ),
+    ),
+    m(
+        "fix: the labels' shift made twice, not undone",
+        FIX,
+        {"fix"},
+        (
+            "y_train=np.roll(run.y_train, -max(range(-5, 6), key=accuracy))",
+            "y_train=np.roll(run.y_train, max(range(-5, 6), key=accuracy))",
+        ),
+    ),
+    m(
+        "fix: the rate grid keeps the first rate whose ratio is below 1 (still far too high)",
+        FIX,
+        {"fix"},
+        ("if np.all(np.array(ratios) < 1e-2):", "if np.all(np.array(ratios) < 1.0):"),
+    ),
     # diagnose
     m(
         "diagnose: always 'no leak'",
@@ -736,7 +817,51 @@ def diagnose(run):
     return "no leak"
 """
 
+FIX_TERM_REMOVED = """\
+def fix(run, cause):
+    if cause == "a wrong backward pass":
+
+        def new_model():  # the loss's term its backward leaves out, taken out of the loss
+            model = run.model()
+            model.hidden = {}
+            return model
+
+        return run.with_changes(new_model=new_model)
+    if cause == "initialisation too large":
+
+        def small_start():
+            model = run.model()
+            init = np.random.default_rng(123)
+            for name, p in model.params.items():
+                if name.startswith("W"):
+                    std = 1 / np.sqrt(p.shape[0]) if name == "W1" else 0.05
+                    model.params[name] = std * init.standard_normal(p.shape)
+                else:
+                    model.params[name] = np.zeros_like(p)
+            return model
+
+        return run.with_changes(new_model=small_start)
+    if cause == "learning rate too high":
+        return run.with_changes(learning_rate=run.learning_rate / 200)
+    if cause == "learning rate too low":
+        return run.with_changes(learning_rate=run.learning_rate * 2000)
+    if cause == "labels that do not match the inputs":
+        # nearest class mean of each shift, on validation
+        def score(k):
+            y = np.roll(run.y_train, -k)
+            means = np.stack([run.X_train[y == c].mean(axis=0) for c in range(10)])
+            d = ((run.X_val[:, None, :] - means[None]) ** 2).sum(axis=2)
+            return np.mean(d.argmin(axis=1) == run.y_val)
+
+        return run.with_changes(y_train=np.roll(run.y_train, -max(range(-3, 4), key=score)))
+    return run
+"""
+
 ALTERNATES = [
+    Alternate(
+        "fix: the planted term taken out, a fixed rate factor, nearest class means",
+        {FIX: FIX_TERM_REMOVED},
+    ),
     Alternate(
         "diagnose: W2's mean ratio on batches in order, validation accuracy",
         {DIAGNOSE: DIAGNOSE_W2_MEAN},

@@ -22,13 +22,13 @@ ASSIGNMENT = Assignment(
     id="09_leaks",
     notebook="leaks",
     title="09 Everything leaks",
-    slow_cells=frozenset({"diagnose"}),
+    slow_cells=frozenset({"diagnose", "fix"}),
     builds=(
         "the instruments of a practitioner: the loss at initialisation against ln C, a "
         "gradient check of a whole model, update-to-weight ratios, activation statistics "
         "per layer, a tiny-subset overfit, the loss of a whole dataset in batches, t "
         "intervals over seeds, paired, to decide whether an improvement is real; used on your "
-        "04 network, then to diagnose whole broken runs"
+        "04 network, then to diagnose whole broken runs and fix them"
     ),
     leak=(
         "every part built in 01-08 leaks into the loss of a whole run; the instruments say "
@@ -37,7 +37,8 @@ ASSIGNMENT = Assignment(
         "that cannot overfit 20 examples a bug, a gap between train and validation loss "
         "over-fitting, an evaluation in training mode or a mean of batch means a lie, and "
         "a difference of a percent between runs a claim until a paired interval over seeds "
-        "excludes 0; read in order, the start first, they name a broken run's leak"
+        "excludes 0; read in order, the start first, they name a broken run's leak, and a "
+        "fix is a run they all read healthy"
     ),
 )
 NOTEBOOK = ASSIGNMENT.key
