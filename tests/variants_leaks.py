@@ -36,6 +36,21 @@ FIX_CLIPPED = """\
     if cause in ("learning rate too high", "learning rate too low"):
 """
 
+# A rate far too small "fixed" by rescaling the layers (W1 * s, W2 / s: the same function
+# at the start), which inflates W1's update ratio by 1/s^2 while the rate stays.
+FIX_RESCALED = """\
+    if cause == "learning rate too low":
+
+        def rescaled():
+            model = run.model()
+            model.params["W1"] = 0.01 * model.params["W1"]
+            model.params["W2"] = model.params["W2"] / 0.01
+            return model
+
+        return run.with_changes(new_model=rescaled)
+    if cause in ("learning rate too high", "learning rate too low"):
+"""
+
 MUTANTS = [
     # fix
     m(
@@ -81,6 +96,56 @@ MUTANTS = [
         (
             "        return run.with_changes(new_model=corrected_model)",
             "        return run.with_changes(learning_rate=run.learning_rate / 10)",
+        ),
+    ),
+    m(
+        "fix: the planted term taken out of the loss (the loss fitted to its backward pass)",
+        FIX,
+        {"fix"},
+        (
+            "            return Corrected(model.params, model.reg, model.hidden, model.train_mask)",
+            "            return TanhNet(model.params, model.reg, None, model.train_mask)",
+        ),
+    ),
+    m(
+        "fix: a rate far too small hidden by W1 shrunk and W2 grown (W1's ratio inflated)",
+        FIX,
+        {"fix"},
+        (
+            '    if cause in ("learning rate too high", "learning rate too low"):\n',
+            FIX_RESCALED,
+        ),
+    ),
+    m(
+        "fix: the rate set on the run it was handed, which is returned (changed in place)",
+        FIX,
+        {"fix"},
+        (
+            "                return trial\n",
+            "                run.learning_rate = rate\n                return run\n",
+        ),
+    ),
+    m(
+        "fix: the corrected model forgets loss(X) without labels (scores)",
+        FIX,
+        {"fix"},
+        ("                if y is None:\n                    return found\n", ""),
+    ),
+    m(
+        "fix: W1 re-drawn with std 1 (1/sqrt(D) forgotten: a saturated start, a loss near ln C)",
+        FIX,
+        {"fix"},
+        ("W1=init.standard_normal((D, H)) / np.sqrt(D),", "W1=init.standard_normal((D, H)),"),
+    ),
+    m(
+        "fix: a saturated start re-drawn, and its rate lowered too (two changes)",
+        FIX,
+        {"fix"},
+        (
+            "        return run.with_changes(new_model=new_model)",
+            "        return run.with_changes(\n"
+            "            new_model=new_model, learning_rate=run.learning_rate / 10\n"
+            "        )",
         ),
     ),
     m(
@@ -821,10 +886,21 @@ FIX_TERM_REMOVED = """\
 def fix(run, cause):
     if cause == "a wrong backward pass":
 
-        def new_model():  # the loss's term its backward leaves out, taken out of the loss
+        class Patched(type(run.model())):  # the term's gradient by centred differences
+            def loss(self, X, y=None):
+                found = super().loss(X, y)
+                if y is None:
+                    return found
+                loss, grads = found
+                for name, (a, b) in self.hidden.items():
+                    p, h = self.params[name], 1e-6
+                    term = (a * np.sin(b * (p + h)) - a * np.sin(b * (p - h))) / (2 * h)
+                    grads[name] = grads[name] + term
+                return loss, grads
+
+        def new_model():
             model = run.model()
-            model.hidden = {}
-            return model
+            return Patched(model.params, model.reg, model.hidden, model.train_mask)
 
         return run.with_changes(new_model=new_model)
     if cause == "initialisation too large":
@@ -859,7 +935,7 @@ def fix(run, cause):
 
 ALTERNATES = [
     Alternate(
-        "fix: the planted term taken out, a fixed rate factor, nearest class means",
+        "fix: the term's gradient by differences, a fixed rate factor, nearest class means",
         {FIX: FIX_TERM_REMOVED},
     ),
     Alternate(

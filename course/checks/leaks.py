@@ -610,13 +610,33 @@ register(
 
 
 # ---------------------------------------------------------------- fixed runs
+#
+# The kernel only sends what the learner's fix changed, the part that leaked: the fixed
+# model's parameters at its start (a start too large), the fixed run's learning rate (a
+# rate too high or too low), the fixed model's gradients at its start on a few rows (a
+# wrong backward pass), the fixed run's training labels (labels that do not match). The
+# grader rebuilds the run from the reference's seed, puts that part in, and reads every
+# instrument in its own process, on its own model, step and rows (course.runs.TanhNet,
+# plain SGD). So a `step` of the learner's (a clipped gradient, a per-layer rate, training
+# on other rows), a model that answers otherwise while it is nudged, a run changed after
+# `fix` returned, or a patched probe that sends readings, moves nothing the grader reads:
+# numbers that read healthy here are a repaired part (attack of the fix check, stop 59).
 
-FIX_KINDS = tuple(kind for kind in RUN_KINDS if kind != "no leak")
-FIX_STEP = 1e-5  # the centred difference's step along a direction of all parameters
+FIX_KINDS = RUN_KINDS  # a healthy run too: it needs no change
+FIX_ROWS = 8  # the rows of the fixed model's loss, gradients and scores: the run's first
 FIX_START = 1.0  # a fixed run starts within this of ln C (a start too large: 10 and more)
-FIX_RATIO = (1e-4, 1e-1)  # its first ratios' largest (healthy 4e-3 to 1.5e-2)
-FIX_GRADIENT = 1e-5  # its gradient's relative error (right: 1e-7; a planted term: 1e-3)
+FIX_SATURATED = 0.05  # of its hidden units at the start, |tanh| > 0.99 (healthy: 0 to 1e-3)
+FIX_RATIO = (1e-3, 1e-1)  # its first ratios' largest (healthy 3.8e-3 to 1.5e-2)
+FIX_GRADIENT = 1e-6  # its gradients' relative error (right: 1e-15; a planted term: 1e-2)
+FIX_MOVE = 0.1  # the size of the step off the start where loss and gradients are read
+FIX_SAME = 1e-9  # what is not the leak's part, against the run's own (recomputed: rounding)
 FIX_HELD_OUT = 1.2  # its test loss after training (healthy 0.3 to 0.9; a leak's 2 and more)
+TANH_KEYS = ("W1", "b1", "W2", "b2")
+
+
+def _fix_run(index: int, seed: int, data):
+    """The fix check's run of FIX_KINDS[index], rebuilt from its own seed (kernel and grader)."""
+    return make_run(FIX_KINDS[index], np.random.default_rng(seed), data)
 
 
 def _held_out_loss(params, X, y) -> float:
@@ -627,95 +647,195 @@ def _held_out_loss(params, X, y) -> float:
     return float(-log_p[np.arange(len(y)), y].mean())
 
 
-TANH_KEYS = ("W1", "b1", "W2", "b2")
+def _true_gradients(model: TanhNet, X, y) -> tuple[float, dict]:
+    """The model's whole loss, and its gradients with the planted term's included."""
+    loss, grads = model.loss(X, y)
+    for name, (a, b) in model.hidden.items():
+        grads[name] = grads[name] + a * b * np.cos(b * model.params[name])
+    return float(loss), grads
+
+
+def _sgd(model: TanhNet, X, y, rate: float) -> None:
+    grads = _true_gradients(model, X, y)[1]
+    for name in TANH_KEYS:
+        model.params[name] = model.params[name] - rate * grads[name]
+
+
+def _flat(arrays) -> list[np.ndarray]:
+    return [np.asarray(arrays[k], dtype=np.float64).ravel() for k in TANH_KEYS]
 
 
 def probe_fix(student, rng, out):
-    """The learner's fix of five runs, one of each leak of RUN_KINDS, in an order the inputs
-    decide, each handed with its true cause: fix(run, cause) returns a run. The probe reads
-    the fixed run with the instruments, on its own copies of the run's data: the start (the
-    grader's forward on the fixed model's parameters), the first ratios (the fixed run's
-    step), a centred difference of the fixed model's loss along a random direction beside
-    its gradient, the training labels, and the loss on the digits' test rows (which no run
-    carries) after the probe trains a fresh model with the fixed run's step, on the run's
-    own rows and batches. A fix is credited only if every instrument reads healthy."""
-    kinds = [FIX_KINDS[i] for i in rng.permutation(len(FIX_KINDS))]
+    """The learner's fix of six runs, one of each kind of RUN_KINDS (a healthy one too), in
+    an order the inputs decide, each handed with its true cause: fix(run, cause) returns a
+    run. The kernel sends the run's index and seed and what the grader reads of the fixed
+    run: its learning rate, its model's start and scores there, its loss and gradients a
+    step off the start (_moved), on the run's first rows, its labels, and the handed run's
+    rate and labels after the call (_fixed_run_reads_healthy judges them)."""
+    order = rng.permutation(len(FIX_KINDS))
+    seeds = rng.integers(2**31, size=len(FIX_KINDS))
     data = digits()
-    for index, kind in enumerate(kinds):
-        run = make_run(kind, rng, data)
-        X_train, truth = run.X_train.copy(), run.y_train.copy()
-        if kind == "labels that do not match the inputs":
-            truth = np.roll(truth, -1)  # make_run's shift, undone: the grader's own copy
-        direction_seed = int(rng.integers(2**31))
+    for position, (index, seed) in enumerate(zip(order, seeds, strict=True)):
+        run = _fix_run(index, int(seed), data)
+        X, y = run.X_train[:FIX_ROWS].copy(), run.y_train[:FIX_ROWS].copy()
 
-        def compute(run=run, kind=kind, X_train=X_train, truth=truth, seed=direction_seed):
+        def compute(run=run, kind=FIX_KINDS[index], X=X, y=y, index=index, seed=seed):
             fixed = student.fix(run, kind)
-            labels = np.asarray(fixed.y_train)
-            start = _held_out_loss(fixed.model().params, X_train, truth)
-            model, order, ratios = fixed.model(), np.random.default_rng(0), []
-            with np.errstate(all="ignore"):  # a run still diverging overflows
-                for _ in range(10):  # W1's update ratio over the first ten steps
-                    batch = order.choice(len(X_train), run.batch_size, replace=False)
-                    before = np.array(model.params["W1"], dtype=np.float64)
-                    fixed.step(model, X_train[batch], labels[batch])
-                    change = np.asarray(model.params["W1"], dtype=np.float64) - before
-                    ratios.append(np.linalg.norm(change) / np.linalg.norm(before))
-            model = fixed.model()
-            X, y = X_train[:5], labels[:5]
+            params = _flat(fixed.model().params)
+            scores = np.asarray(fixed.model().loss(X), dtype=np.float64).ravel()
+            model = fixed.model()  # moved off the start: a planted term on a bias is 0 there
+            for k, step in _moved(seed, model.params).items():
+                model.params[k] = model.params[k] + step
             loss, grads = model.loss(X, y)
-            direction = np.random.default_rng(seed)
-            u = {k: direction.standard_normal(np.shape(model.params[k])) for k in TANH_KEYS}
-            slope = sum(float(np.sum(np.asarray(grads[k]) * u[k])) for k in TANH_KEYS)
-            nudged = []
-            for sign in (1, -1):
-                model = fixed.model()
-                for k in TANH_KEYS:
-                    model.params[k] = model.params[k] + sign * FIX_STEP * u[k]
-                nudged.append(float(model.loss(X, y)[0]))
-            model, order = fixed.model(), np.random.default_rng(run.seed)
-            with np.errstate(all="ignore"):  # a run still diverging overflows
-                for _ in range(run.steps):
-                    batch = order.choice(len(X_train), run.batch_size, replace=False)
-                    fixed.step(model, X_train[batch], labels[batch])
-                held = _held_out_loss(model.params, data.X_test, data.y_test)
-            return start, np.array(ratios), np.array([slope, *nudged]), labels, held
+            numbers = [index, seed, fixed.learning_rate, run.learning_rate, loss]
+            labels = [np.asarray(fixed.y_train), np.asarray(run.y_train)]
+            return np.concatenate(
+                [np.array(numbers, dtype=np.float64), *params, *_flat(grads)]
+                + [scores, *(np.asarray(v, dtype=np.float64) for v in labels)]
+            )
 
-        detail = f"run {index + 1}"
-        keys = ["start", "ratios", "gradient", "labels", "held-out"]
-        out.record([f"{key}:{detail}" for key in keys], compute)
+        out.record(f"fixed:run {position + 1}", compute)
 
 
-def _near_ln_c(got, want):
-    """measure: True if the fixed model's start is within FIX_START of ln C."""
-    start, ln_c = float(np.asarray(got, dtype=np.float64)), float(np.log(10))
-    if not abs(start - ln_c) <= FIX_START:
-        return f"starts at {start:.3g}, not within {FIX_START:g} of ln C = {ln_c:.3f}"
-    return True
+def _moved(seed: int, params) -> dict:
+    """The step off the start at which the fixed model's loss and gradients are read."""
+    rng = np.random.default_rng([int(seed), 1])
+    return {k: FIX_MOVE * rng.standard_normal(np.shape(params[k])) for k in TANH_KEYS}
 
 
-def _healthy_ratio(got, want):
-    """measure: True if W1's largest update ratio of the first ten steps is in FIX_RATIO."""
-    ratios = np.asarray(got, dtype=np.float64)
-    top = float(np.max(ratios)) if ratios.size else np.nan
-    low, high = FIX_RATIO
+def _read_fix(got, run) -> dict | str:
+    """The kernel's numbers for `run`, by name, or why they cannot be read."""
+    model = run.model()
+    shapes = {k: np.shape(model.params[k]) for k in TANH_KEYS}
+    sizes = [int(np.prod(shape)) for shape in shapes.values()]
+    C, N = shapes["W2"][1], len(run.y_train)
+    parts = {"numbers": 5, "params": sum(sizes), "grads": sum(sizes)}
+    parts.update(scores=FIX_ROWS * C, labels=N, handed_labels=N)
+    values = np.asarray(got, dtype=np.float64).ravel()
+    if values.size != sum(parts.values()):
+        return (
+            f"the fixed run's model has other shapes than the run's {shapes}, or its labels "
+            "another length"
+        )
+    split = dict(zip(parts, np.split(values, np.cumsum(list(parts.values()))[:-1]), strict=True))
+    read = dict(
+        zip(("index", "seed", "rate", "handed_rate", "loss"), split["numbers"], strict=True)
+    )
+    for name in ("params", "grads"):
+        chunks = np.split(split[name], np.cumsum(sizes)[:-1])
+        read[name] = {k: v.reshape(shapes[k]) for k, v in zip(TANH_KEYS, chunks, strict=True)}
+    read.update(scores=split["scores"].reshape(FIX_ROWS, C), labels=split["labels"])
+    read["handed_labels"] = split["handed_labels"]
+    return read
+
+
+def _relative(got, want) -> float:
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-300))
+
+
+def _fixed_run_reads_healthy(got, want):
+    """measure: True if the run the reference names (its index and seed: the grader's, never
+    the kernel's), rebuilt here with the fix's changes, is the run repaired: the handed run
+    left as it was; what did not leak as the run's own; the fixed model's scores, and its
+    loss and gradients a step off its start, those of the whole loss there (the grader's
+    TanhNet); its labels the rows' own; then every instrument read here, on the grader's
+    model with plain SGD: the start near ln C with few saturated units, W1's first ten
+    update ratios in FIX_RATIO, and the loss on the digits' test rows after training below
+    FIX_HELD_OUT."""
+    index, seed = (int(v) for v in np.asarray(want, dtype=np.float64).ravel()[:2])
+    kind, data = FIX_KINDS[index], digits()
+    run = _fix_run(index, seed, data)
+    read = _read_fix(got, run)
+    if isinstance(read, str):
+        return f"({kind}) {read}"
+    original = run.model()
+    start = {k: np.array(original.params[k], dtype=np.float64) for k in TANH_KEYS}
+    truth = run.y_train.copy()
+    if kind == "labels that do not match the inputs":
+        truth = np.roll(truth, -1)  # make_run's shift, undone
+    rate = float(read["rate"])
+    if not all(np.all(np.isfinite(v)) for v in (rate, read["loss"], read["scores"])):
+        return f"({kind}) its learning rate, loss or scores are not finite numbers"
+    if read["handed_rate"] != run.learning_rate or not np.array_equal(
+        read["handed_labels"], run.y_train
+    ):
+        return f"({kind}) changed the run it was handed: return a new one (run.with_changes)"
+    if kind != "initialisation too large":
+        if max(_relative(read["params"][k], start[k]) for k in TANH_KEYS) > FIX_SAME:
+            return f"({kind}) changed the model's start: change only what leaked"
+    if kind not in ("learning rate too high", "learning rate too low"):
+        if abs(rate - run.learning_rate) > FIX_SAME * run.learning_rate:
+            return f"({kind}) changed the learning rate: change only what leaked"
+    if not rate > 0:
+        return f"({kind}) its learning rate is {rate:g}, not a positive number"
+    params = read["params"]
+    grader = TanhNet(dict(params), original.reg, original.hidden, original.train_mask)
+    X, y = run.X_train[:FIX_ROWS], run.y_train[:FIX_ROWS]
+    if _relative(read["scores"], grader.loss(X)) > FIX_SAME:
+        return f"({kind}) its model's scores (loss(X) without labels) are not its forward pass's"
+    moved = {k: params[k] + step for k, step in _moved(seed, params).items()}
+    loss, grads = _true_gradients(
+        TanhNet(moved, original.reg, original.hidden, original.train_mask), X, y
+    )
+    if abs(float(read["loss"]) - loss) > FIX_SAME * abs(loss):
+        return (
+            f"({kind}) its model's loss is not the run's whole loss: the loss is what the run "
+            "minimises; repair the backward pass, not the loss"
+        )
+    error = max(_relative(read["grads"][k], grads[k]) for k in TANH_KEYS)
+    if not error <= FIX_GRADIENT:
+        return (
+            f"({kind}) its gradients disagree with its loss (relative error {error:.1e}): "
+            "give the term of the loss its backward pass leaves out its gradient"
+        )
+    labels = read["labels"]
+    wrong = int(np.sum(labels != truth))
+    if wrong:
+        return f"({kind}) {wrong} of its {truth.size} training labels are not their rows' own"
+    ln_c = float(np.log(start["W2"].shape[1]))
+    begins = _held_out_loss(params, run.X_train, truth)
+    if not abs(begins - ln_c) <= FIX_START:
+        return (
+            f"({kind}) starts at a loss of {begins:.3g}, not within {FIX_START:g} of ln C = "
+            f"{ln_c:.3f}: a start far above ln C is the initialisation's scale"
+        )
+    saturated = float(np.mean(np.abs(np.tanh(run.X_train @ params["W1"] + params["b1"])) > 0.99))
+    if not saturated <= FIX_SATURATED:
+        return (
+            f"({kind}) starts with {saturated:.0%} of its hidden units saturated "
+            "(|tanh| > 0.99): a healthy start saturates almost none"
+        )
+
+    def fresh():
+        return TanhNet(dict(params), original.reg, original.hidden, original.train_mask)
+
+    trained, order, ratios = fresh(), np.random.default_rng(0), []
+    with np.errstate(all="ignore"):  # a rate still too large overflows
+        for _ in range(10):
+            batch = order.choice(len(run.X_train), run.batch_size, replace=False)
+            before = trained.params["W1"]
+            _sgd(trained, run.X_train[batch], truth[batch], rate)
+            change = np.linalg.norm(trained.params["W1"] - before)
+            ratios.append(change / np.linalg.norm(before))
+    top, (low, high) = float(np.max(ratios)), FIX_RATIO
     if not low <= top <= high:
-        return f"moves W1 by up to {top:.1e} of its norm a step, outside {low:.0e} to {high:.0e}"
-    return True
-
-
-def _gradient_error(got, want):
-    """measure: the relative error of the gradient along the probe's direction against the
-    centred difference of the loss at +-FIX_STEP along it."""
-    slope, plus, minus = np.asarray(got, dtype=np.float64).ravel()[:3]
-    numeric = (plus - minus) / (2 * FIX_STEP)
-    return abs(slope - numeric) / max(abs(slope), abs(numeric), 1e-12)
-
-
-def _learns(got, want):
-    """measure: True if the loss on the test rows after training is below FIX_HELD_OUT."""
-    loss = float(np.asarray(got, dtype=np.float64))
-    if not loss <= FIX_HELD_OUT:
-        return f"ends at a loss of {loss:.3g} on rows it never saw, not below {FIX_HELD_OUT:g}"
+        return (
+            f"({kind}) its first steps move W1 by up to {top:.1e} of its norm a step, outside "
+            f"{low:.0e} to {high:.0e}: the learning rate sets the update ratio"
+        )
+    trained, order = fresh(), np.random.default_rng(run.seed)
+    with np.errstate(all="ignore"):
+        for _ in range(run.steps):
+            batch = order.choice(len(run.X_train), run.batch_size, replace=False)
+            _sgd(trained, run.X_train[batch], truth[batch], rate)
+        held = _held_out_loss(trained.params, data.X_test, data.y_test)
+    if not held <= FIX_HELD_OUT:
+        return (
+            f"({kind}) ends at a loss of {held:.3g} on rows it never saw, not below "
+            f"{FIX_HELD_OUT:g} (a rate that moves W1 by less than about 4e-3 a step learns too "
+            "slowly for the run's steps)"
+        )
     return True
 
 
@@ -726,47 +846,14 @@ register(
         points=4,
         probe=probe_fix,
         rules={
-            "start": Rule(
-                "fixed run's start, for",
+            "fixed": Rule(
+                "fixed run, every instrument read by the grader, for",
                 kind="true",
-                weight=0,
-                measure=_near_ln_c,
-                hint="a start far above ln C is the initialisation's scale: the fix makes its "
-                "models at a healthy scale, not smaller steps from the same start.",
-            ),
-            "ratios": Rule(
-                "fixed run's first update ratios, for",
-                kind="true",
-                weight=0,
-                measure=_healthy_ratio,
-                hint="the learning rate sets the update ratio: choose one whose first steps "
-                "move W1 by a few thousandths of its norm (try rates on a log grid); a "
-                "clipped gradient under the same rate hides the symptom.",
-            ),
-            "gradient": Rule(
-                "fixed model's gradient against its loss (relative error along a direction), for",
-                kind="below",
-                rtol=FIX_GRADIENT,
-                weight=0,
-                measure=_gradient_error,
-                hint="the model's gradient must agree with its own loss: find the term of the "
-                "loss its backward pass leaves out, and give it its gradient (or take it out "
-                "of the loss).",
-            ),
-            "labels": Rule(
-                "fixed run's training labels, for",
-                rtol=0,
-                weight=0,
-                hint="only a run whose labels do not match its inputs gets new labels, each "
-                "row its own (undo the shift); the other runs keep theirs.",
-            ),
-            "held-out": Rule(
-                "fixed run, trained, on the digits' test rows, for",
-                kind="true",
-                measure=_learns,
-                requires=("start", "ratios", "gradient", "labels"),
-                hint="every instrument must read healthy after the fix, and the run must "
-                "then learn.",
+                measure=_fixed_run_reads_healthy,
+                hint="repair the part that leaked, not its symptom: the initialisation's "
+                "scale, the learning rate (a few thousandths of W1's norm a step), the "
+                "backward pass (the term of the loss it leaves out), or the labels (undo "
+                "their shift); every instrument must then read healthy, and the run learn.",
             ),
         },
     )

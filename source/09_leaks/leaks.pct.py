@@ -1016,18 +1016,20 @@ check("diagnose", globals())
 # repaired, by `run.with_changes(new_model=..., learning_rate=..., y_train=...)` (the same
 # data, batches and steps; change only what leaked), so that every instrument reads healthy
 # and the run then learns. Repair the part that leaked, not its symptom: a gradient clipped
-# under a rate far too large moves the weights as far as before, and a smaller step from a
-# saturated start still starts saturated. A healthy run needs no change.
+# under a rate far too large still moves W1 by about its whole norm a step, and a smaller
+# step from a saturated start still starts saturated. Return a new run and leave the one you
+# were handed as it was. A healthy run needs no change.
 #
 # - **Initialisation too large**: make its models at a healthy scale (as `make_run`'s
 #   healthy runs: `W1` of std $1/\sqrt{D}$, `W2` of std 0.1, zero biases).
-# - **A learning rate too high or too low**: try rates on a log grid, and keep one whose
-#   first ten steps move `W1` by a few thousandths of its norm (your `update_ratios`).
+# - **A learning rate too high or too low**: try rates on a log grid, from large to small,
+#   and keep the first whose first ten steps all move `W1` by less than 1e-2 of its norm
+#   (your `update_ratios`; healthy runs read about 0.004 to 0.014).
 # - **A wrong backward pass**: read the model's `loss` (`TanhNet` in `course/runs.py`) for
 #   the term its gradients leave out, and give it its gradient, in a subclass.
 # - **Labels that do not match the inputs**: find the shift of the labels against their
-#   rows, by how well a quick classifier of the shifted labels does on validation, and
-#   undo it.
+#   rows, by how well a quick classifier of the shifted labels does on validation (whose
+#   labels are right), and undo it.
 
 
 # %% nbgrader={"grade": false, "grade_id": "fix_solution", "locked": false, "schema_version": 3, "solution": true}
@@ -1110,11 +1112,13 @@ with check_it("Exercise 9.2"):
         assert found["validation at the end"] < 1.2, f"{name} does not learn"
 
 # %% nbgrader={"grade": true, "grade_id": "fix", "locked": true, "points": 4, "schema_version": 3, "solution": false}
-# Hidden check (4 points): five runs you do not see, one of each leak, each handed to your
-# `fix` with its true cause. Each fixed run is read by the grader's instruments on its own
-# copy of the run's data: the start, the first update ratios, the model's gradient against
-# its loss, the training labels, and the loss on the digits' test rows (which no run
-# carries) after training; a fix earns its share only if every one reads healthy.
+# Hidden check (4 points): six runs you do not see, one of each kind (a healthy one too),
+# each handed to your `fix` with its true cause. The grader reads what your fixed run holds
+# (its start, rate, labels, and its model's loss, gradients and scores on a few rows),
+# checks that only the leaked part changed, puts it into its own copy of the run, and
+# reads every instrument there with plain SGD: the start, the first update ratios, the
+# gradients against the whole loss, the labels, and the loss on the digits' test rows
+# (which no run carries) after training. A fix earns its share only if all read healthy.
 ### BEGIN HIDDEN TESTS
 from course.grading import check
 
