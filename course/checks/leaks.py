@@ -845,6 +845,8 @@ register(
         notebook=NOTEBOOK,
         points=4,
         probe=probe_fix,
+        # The instrument the solution's rate search reads (a learner's may read none).
+        builds_on={"update_ratios": "update_ratios"},
         rules={
             "fixed": Rule(
                 "fixed run, every instrument read by the grader, for",
