@@ -611,16 +611,16 @@ register(
 
 # ---------------------------------------------------------------- fixed runs
 #
-# The kernel only sends what the learner's fix changed, the part that leaked: the fixed
-# model's parameters at its start (a start too large), the fixed run's learning rate (a
-# rate too high or too low), the fixed model's gradients at its start on a few rows (a
-# wrong backward pass), the fixed run's training labels (labels that do not match). The
-# grader rebuilds the run from the reference's seed, puts that part in, and reads every
-# instrument in its own process, on its own model, step and rows (course.runs.TanhNet,
-# plain SGD). So a `step` of the learner's (a clipped gradient, a per-layer rate, training
-# on other rows), a model that answers otherwise while it is nudged, a run changed after
-# `fix` returned, or a patched probe that sends readings, moves nothing the grader reads:
-# numbers that read healthy here are a repaired part (attack of the fix check, stop 59).
+# The kernel sends what the fixed run holds, never a reading: its start's parameters, rate
+# and labels, its model's scores at the start and loss and gradients a step off it on a
+# few rows, and the handed run's rate and labels after the call. The grader rebuilds the
+# run from the reference's seed, requires the handed run unchanged and all but the leaked
+# part the run's own, the model to agree with the run's whole loss, then puts the part in
+# and reads every instrument in its own process, on its own model, SGD step and rows
+# (course.runs.TanhNet). So a `step` of the learner's (a clipped gradient, a per-layer
+# rate, training on other rows), a model that answers otherwise while nudged, a run changed
+# after `fix` returned, or a patched probe that sends readings, moves nothing the grader
+# reads: numbers that read healthy here are a repaired part (tests/test_attacks_round18.py).
 
 FIX_KINDS = RUN_KINDS  # a healthy run too: it needs no change
 FIX_ROWS = 8  # the rows of the fixed model's loss, gradients and scores: the run's first
