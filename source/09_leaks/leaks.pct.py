@@ -1024,7 +1024,7 @@ check("diagnose", globals())
 #   healthy runs: `W1` of std $1/\sqrt{D}$, `W2` of std 0.1, zero biases).
 # - **A learning rate too high or too low**: try rates on a log grid, from large to small,
 #   and keep the first whose first ten steps all move `W1` by less than 1e-2 of its norm
-#   (your `update_ratios`; healthy runs read about 0.004 to 0.014).
+#   (your `update_ratios`; the healthy runs above read 0.004 to 0.007).
 # - **A wrong backward pass**: read the model's `loss` (`TanhNet` in `course/runs.py`) for
 #   the term its gradients leave out, and give it its gradient, in a subclass.
 # - **Labels that do not match the inputs**: find the shift of the labels against their
@@ -1107,7 +1107,7 @@ with check_it("Exercise 9.2"):
     for name, run in fixed.items():
         found = readings(run)
         assert abs(found["start"] - expected_initial_loss(C)) < 1, f"{name} starts far from ln C"
-        assert 1e-4 <= found["largest update ratio"] <= 0.1, f"{name}: the update ratio"
+        assert 1e-3 <= found["largest update ratio"] <= 0.1, f"{name}: the update ratio"
         assert found["largest gradient error"] < 1e-3, f"{name}: its gradient check fails"
         assert found["validation at the end"] < 1.2, f"{name} does not learn"
 
