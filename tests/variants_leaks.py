@@ -84,6 +84,15 @@ MUTANTS = [
         ("a * b * np.cos(b * self.params[name])", "a * np.cos(b * self.params[name])"),
     ),
     m(
+        "fix: the planted term's gradient for one parameter named in the code, not the model's",
+        FIX,
+        {"fix"},
+        (
+            "for name, (a, b) in self.hidden.items():",
+            'for name, (a, b) in [("W1", self.hidden.get("W1", (0.0, 0.0)))]:',
+        ),
+    ),
+    m(
         "fix: the planted term's gradient with the wrong sign",
         FIX,
         {"fix"},

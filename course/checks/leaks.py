@@ -620,7 +620,9 @@ register(
 # (course.runs.TanhNet). So a `step` of the learner's (a clipped gradient, a per-layer
 # rate, training on other rows), a model that answers otherwise while nudged, a run changed
 # after `fix` returned, or a patched probe that sends readings, moves nothing the grader
-# reads: numbers that read healthy here are a repaired part (tests/test_attacks_round18.py).
+# reads: numbers that read healthy here are a repaired part (tests/test_attacks_round18.py),
+# and only those numbers are graded (a run that trains otherwise by its own `step`: README,
+# "Not protected"). Every number read must be finite (round 19: a NaN passed `x > tol`).
 
 FIX_KINDS = RUN_KINDS  # a healthy run too: it needs no change
 FIX_ROWS = 8  # the rows of the fixed model's loss, gradients and scores: the run's first
@@ -637,6 +639,11 @@ TANH_KEYS = ("W1", "b1", "W2", "b2")
 def _fix_run(index: int, seed: int, data):
     """The fix check's run of FIX_KINDS[index], rebuilt from its own seed (kernel and grader)."""
     return make_run(FIX_KINDS[index], np.random.default_rng(seed), data)
+
+
+def _planted(index: int, seed: int, data) -> set:
+    """The parameters whose gradient misses a term of the loss in that run (none or one)."""
+    return set(_fix_run(index, seed, data).model().hidden)
 
 
 def _held_out_loss(params, X, y) -> float:
@@ -666,16 +673,28 @@ def _flat(arrays) -> list[np.ndarray]:
 
 
 def probe_fix(student, rng, out):
-    """The learner's fix of six runs, one of each kind of RUN_KINDS (a healthy one too), in
-    an order the inputs decide, each handed with its true cause: fix(run, cause) returns a
-    run. The kernel sends the run's index and seed and what the grader reads of the fixed
-    run: its learning rate, its model's start and scores there, its loss and gradients a
-    step off the start (_moved), on the run's first rows, its labels, and the handed run's
-    rate and labels after the call (_fixed_run_reads_healthy judges them)."""
-    order = rng.permutation(len(FIX_KINDS))
-    seeds = rng.integers(2**31, size=len(FIX_KINDS))
+    """The learner's fix of seven runs, one of each kind of RUN_KINDS (a healthy one too) and
+    a second wrong backward pass on another parameter, in an order the inputs decide, each
+    handed with its true cause: fix(run, cause) returns a run. The kernel sends the run's
+    index and seed and what the grader reads of the fixed run: its learning rate, its
+    model's start and scores there, its loss and gradients a step off the start (_moved), on
+    the run's first rows, its labels, and the handed run's rate and labels after the call
+    (_fixed_run_reads_healthy judges them)."""
     data = digits()
-    for position, (index, seed) in enumerate(zip(order, seeds, strict=True)):
+    order, seeds = rng.permutation(len(FIX_KINDS)), rng.integers(2**31, size=len(FIX_KINDS))
+    handed = list(zip(order, seeds, strict=True))
+    # A second wrong backward pass, its term on another parameter: a fix that names the
+    # parameter instead of reading the model's loss repairs one of the two at most (with one,
+    # it passed on the seeds that planted the parameter it named: 1 in 4).
+    wrong = FIX_KINDS.index("a wrong backward pass")
+    planted = _planted(wrong, dict(handed)[wrong], data)
+    for _ in range(64):  # each draw another parameter 3 times in 4; bounded all the same
+        if _planted(wrong, seed := int(rng.integers(2**31)), data) != planted:
+            break
+    else:
+        raise RuntimeError("no second run with its term on another parameter")
+    handed.insert(int(rng.integers(len(handed) + 1)), (wrong, seed))
+    for position, (index, seed) in enumerate(handed):
         run = _fix_run(index, int(seed), data)
         X, y = run.X_train[:FIX_ROWS].copy(), run.y_train[:FIX_ROWS].copy()
 
@@ -755,35 +774,43 @@ def _fixed_run_reads_healthy(got, want):
     if kind == "labels that do not match the inputs":
         truth = np.roll(truth, -1)  # make_run's shift, undone
     rate = float(read["rate"])
-    if not all(np.all(np.isfinite(v)) for v in (rate, read["loss"], read["scores"])):
-        return f"({kind}) its learning rate, loss or scores are not finite numbers"
+    # Every number read finite first: a NaN compares False both ways, so a test `x > tol`
+    # passes it, and Python's max() drops a NaN after its first item (round 19: NaN
+    # gradients of three parameters passed the gradient test on W1's alone).
+    numbers = [rate, read["loss"], read["scores"], read["labels"], read["handed_labels"]]
+    numbers += [*read["params"].values(), *read["grads"].values()]
+    if not all(np.all(np.isfinite(v)) for v in numbers):
+        return (
+            f"({kind}) its learning rate, labels, model's start, scores, loss or gradients "
+            "are not all finite numbers"
+        )
     if read["handed_rate"] != run.learning_rate or not np.array_equal(
         read["handed_labels"], run.y_train
     ):
         return f"({kind}) changed the run it was handed: return a new one (run.with_changes)"
     if kind != "initialisation too large":
-        if max(_relative(read["params"][k], start[k]) for k in TANH_KEYS) > FIX_SAME:
+        if not np.max([_relative(read["params"][k], start[k]) for k in TANH_KEYS]) <= FIX_SAME:
             return f"({kind}) changed the model's start: change only what leaked"
     if kind not in ("learning rate too high", "learning rate too low"):
-        if abs(rate - run.learning_rate) > FIX_SAME * run.learning_rate:
+        if not abs(rate - run.learning_rate) <= FIX_SAME * run.learning_rate:
             return f"({kind}) changed the learning rate: change only what leaked"
     if not rate > 0:
         return f"({kind}) its learning rate is {rate:g}, not a positive number"
     params = read["params"]
     grader = TanhNet(dict(params), original.reg, original.hidden, original.train_mask)
     X, y = run.X_train[:FIX_ROWS], run.y_train[:FIX_ROWS]
-    if _relative(read["scores"], grader.loss(X)) > FIX_SAME:
+    if not _relative(read["scores"], grader.loss(X)) <= FIX_SAME:
         return f"({kind}) its model's scores (loss(X) without labels) are not its forward pass's"
     moved = {k: params[k] + step for k, step in _moved(seed, params).items()}
     loss, grads = _true_gradients(
         TanhNet(moved, original.reg, original.hidden, original.train_mask), X, y
     )
-    if abs(float(read["loss"]) - loss) > FIX_SAME * abs(loss):
+    if not abs(float(read["loss"]) - loss) <= FIX_SAME * abs(loss):
         return (
             f"({kind}) its model's loss is not the run's whole loss: the loss is what the run "
             "minimises; repair the backward pass, not the loss"
         )
-    error = max(_relative(read["grads"][k], grads[k]) for k in TANH_KEYS)
+    error = float(np.max([_relative(read["grads"][k], grads[k]) for k in TANH_KEYS]))
     if not error <= FIX_GRADIENT:
         return (
             f"({kind}) its gradients disagree with its loss (relative error {error:.1e}): "

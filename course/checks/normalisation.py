@@ -914,7 +914,10 @@ def _bias_ratio(got, want) -> float:
         largest = float(np.abs(dW).max())
         if not np.isfinite(largest) or largest == 0:
             return float("inf")
-        worst = max(worst, float(np.abs(db).max()) / largest)
+        ratio = float(np.abs(db).max()) / largest
+        if not np.isfinite(ratio):  # max(worst, NaN) would keep worst: a NaN db read as 0
+            return float("inf")
+        worst = max(worst, ratio)
         at += 2 + n + m
     return worst
 
@@ -1192,8 +1195,9 @@ FINISHED_NET = register(
                 "loss",
                 rtol=1e-5,
                 weight=2,
-                hint="with the seed, every call draws the same mask: backpropagate through "
-                "that mask (and its 1 / p).",
+                hint="the gradients do not match your own loss: the regulariser 0.5 * reg * "
+                "sum of W_l**2 adds reg * W_l; and with the seed, every call draws the same "
+                "mask: backpropagate through that mask (and its 1 / p).",
                 requires="dscores",
                 then="with",
                 # The mask is the student's own draw (the API fixes no draw order), so

@@ -446,9 +446,10 @@ def probe_lstm_step(student, rng, out):
 
 LSTM_HINTS = {
     "out": "a = x @ Wx + prev_h @ Wh + b split in the order i, f, o, g (not PyTorch's i, f, "
-    "g, o); next_c = f * prev_c + i * g; next_h = o * tanh(next_c).",
+    "g, o); i, f, o through sigmoid, g through tanh; next_c = f * prev_c + i * g; next_h = "
+    "o * tanh(next_c).",
     "cell": "next_c = f * prev_c + i * g, gates in the order i, f, o, g (PyTorch orders them "
-    "i, f, g, o).",
+    "i, f, g, o), with g = tanh of its block (i, f, o: sigmoid).",
     "grad": "dc = dnext_c + dnext_h * o * (1 - tanh(next_c)**2); the four gate blocks get "
     "dc * g * i(1 - i), dc * prev_c * f(1 - f), dnext_h * tanh(next_c) * o(1 - o), "
     "dc * i * (1 - g**2); dprev_c = dc * f.",

@@ -1112,8 +1112,9 @@ with check_it("Exercise 9.2"):
         assert found["validation at the end"] < 1.2, f"{name} does not learn"
 
 # %% nbgrader={"grade": true, "grade_id": "fix", "locked": true, "points": 4, "schema_version": 3, "solution": false}
-# Hidden check (4 points): six runs you do not see, one of each kind (a healthy one too),
-# each handed to your `fix` with its true cause. The grader reads what your fixed run holds
+# Hidden check (4 points): seven runs you do not see, one of each kind (a healthy one too)
+# and a second wrong backward pass whose term is on another parameter, each handed to your
+# `fix` with its true cause. The grader reads what your fixed run holds
 # (its start, rate, labels, and its model's loss, gradients and scores on a few rows),
 # checks that only the leaked part changed, puts it into its own copy of the run, and
 # reads every instrument there with plain SGD: the start, the first update ratios, the
