@@ -1098,11 +1098,14 @@ def fix(run, cause):
 
 # %% [markdown]
 # **Check it**: each of the three runs above, fixed for the leak your `diagnose` names,
-# read again with every instrument.
+# and a run whose learning rate is too high, fixed for that, read again with every
+# instrument.
 
 # %%
 with check_it("Exercise 9.2"):
     fixed = {f"{name}, fixed": fix(run, diagnose(run)) for name, run in runs.items()}
+    too_high = make_run("learning rate too high", np.random.default_rng(4), data)
+    fixed["rate too high, seed 4, fixed"] = fix(too_high, "learning rate too high")
     show_readings(fixed)
     for name, run in fixed.items():
         found = readings(run)
