@@ -141,7 +141,7 @@ def probe_value_ops(student, rng, out):
     g = float(rng.uniform(1.5, 3.0))
     for name, (values, build) in expressions.items():
         out.record(
-            f"chain:{name}", lambda values=values, build=build: _chained(V, values, build, g)
+            f"scaled:{name}", lambda values=values, build=build: _chained(V, values, build, g)
         )
 
 
@@ -196,7 +196,9 @@ register(
                 requires="data",  # a constant gradient (a + b) is guessable
                 hint_unless=(("data", OPERATOR_FORWARD_FIRST),),
             ),
-            "chain": Rule(
+            # "scaled", not "chain": a report lists a check's lines by key, so the forward
+            # value's lines ("data") come first, as its hint says.
+            "scaled": Rule(
                 "gradients, when the output's grad is not 1, of",
                 rtol=1e-9,
                 hint="each _backward multiplies the local derivative by out.grad (the "
