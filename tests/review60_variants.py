@@ -1,0 +1,267 @@
+"""Review 60: new student variants of 05-08 (not in tests/variants_*.py), judged by
+tests/review60_run.py. Each group is a namespace like a tests/variants_<name>.py module
+(ASSIGNMENT, NOTEBOOK, MUTANTS, ALTERNATES), so course.authoring.variants.answers_of reads it.
+"""
+
+from types import SimpleNamespace
+
+from course.authoring.classroom import mutate, solution_sources
+from course.authoring.variants import Alternate, m, source_notebook
+
+
+def edited(assignment, notebook, cell, *edits):
+    """The reference solution of `cell` with text edits (for alternates written as edits)."""
+    code = solution_sources(source_notebook(assignment, notebook))[cell]
+    for old, new in edits:
+        code = mutate(code, old, new)
+    return code
+
+# ------------------------------------------------------------------ 05 normalisation
+BNF, BNB, BNA = (
+    "batchnorm_forward_solution",
+    "batchnorm_backward_solution",
+    "batchnorm_backward_alt_solution",
+)
+LNF, LNB = "layernorm_forward_solution", "layernorm_backward_solution"
+DF, DB = "dropout_forward_solution", "dropout_backward_solution"
+NET5 = "fully_connected_net_solution"
+
+N05 = SimpleNamespace(
+    ASSIGNMENT="05_normalisation",
+    NOTEBOOK="normalisation",
+    MUTANTS=[
+        # the running variance fed the batch's std (with eps), not its variance
+        m("bn forward: running_var averages the std, not the variance", BNF,
+          {"batchnorm_forward"},
+          ("(1 - momentum) * var", "(1 - momentum) * std")),
+        # the mean's gradient added without its 1 / N
+        m("bn backward: dmu added without / N", BNB, {"batchnorm_backward"},
+          ("dx += dmu / N", "dx += dmu")),
+        # the x_hat term of the closed form reuses dgamma (gamma dropped from that term)
+        m("bn alt: the x_hat term reuses dgamma (sum(dout * x_hat), no gamma)", BNA,
+          {"batchnorm_backward_alt"},
+          ("x_hat * np.sum(g * x_hat, axis=0)", "x_hat * dgamma")),
+        # layer norm's eps forgotten altogether
+        m("ln forward: eps forgotten (sqrt of the variance alone)", LNF,
+          {"layernorm_forward"},
+          ("keepdims=True) + eps)", "keepdims=True))")),
+        # layer norm backward: the row sums without keepdims (broadcast along the wrong axis)
+        m("ln backward: g.sum(axis=1) without keepdims", LNB, {"layernorm_backward"},
+          ("g.sum(axis=1, keepdims=True)", "g.sum(axis=1)")),
+        # dropout keeps units where rand > p (keeps 1 - p of them), still divides by p
+        m("dropout: mask rand > p (keeps 1 - p), divided by p", DF, {"dropout_forward"},
+          ("np.random.rand(*x.shape) < p", "np.random.rand(*x.shape) > p")),
+        # the net only flips dropout to test mode: batch norm stays in train mode at test
+        m("net: bn_params left in train mode at test time", NET5, {"finished_net"},
+          ("        for bn_param in self.bn_params:\n            bn_param[\"mode\"] = mode\n", "")),
+        # the net's regulariser without its 1/2 on the loss (gradient still reg * W)
+        m("net: loss regulariser reg * sum(W**2), gradient reg * W", NET5, {"finished_net"},
+          ("loss += 0.5 * self.reg * np.sum(W * W)", "loss += self.reg * np.sum(W * W)")),
+    ],
+    ALTERNATES=[
+        # dropout before the relu: the mask is >= 0, so relu and the mask commute
+        Alternate("net: dropout before the relu (commutes with it)", {NET5: edited("05_normalisation", "normalisation", NET5, (
+            "            out, relu_cache = relu_forward(out)\n"
+            "            drop_cache = None\n"
+            "            if self.use_dropout:\n"
+            "                out, drop_cache = dropout_forward(out, self.dropout_param)\n",
+            "            drop_cache = None\n"
+            "            if self.use_dropout:\n"
+            "                out, drop_cache = dropout_forward(out, self.dropout_param)\n"
+            "            out, relu_cache = relu_forward(out)\n",
+        ), (
+            "            if self.use_dropout:\n"
+            "                dout = dropout_backward(dout, drop_cache)\n"
+            "            dout = relu_backward(dout, relu_cache)\n",
+            "            dout = relu_backward(dout, relu_cache)\n"
+            "            if self.use_dropout:\n"
+            "                dout = dropout_backward(dout, drop_cache)\n",
+        ))}),
+        # np.random.seed(None) when no seed (a fresh draw from the OS), random_sample for rand
+        Alternate("dropout: seed(get('seed')) and random_sample", {DF: """\
+#| export
+def dropout_forward(x, dropout_param):
+    p = dropout_param["p"]
+    mode = dropout_param["mode"]
+    if mode not in ("train", "test"):
+        raise ValueError("mode must be train or test")
+    if mode == "test":
+        return x, (dropout_param, None)
+    if "seed" in dropout_param:
+        np.random.seed(dropout_param["seed"])
+    keep = np.random.random_sample(x.shape) < p
+    return np.where(keep, x / p, 0.0), (dropout_param, keep / p)
+"""}),
+    ],
+)
+
+# ------------------------------------------------------------------ 06 convolution
+CONV, POOL = "conv_naive_solution", "pool_naive_solution"
+FAST, SBN, NET6 = "conv_fast_solution", "spatial_batchnorm_solution", "convnet_solution"
+
+N06 = SimpleNamespace(
+    ASSIGNMENT="06_convolution",
+    NOTEBOOK="convolution",
+    MUTANTS=[
+        # the padding counted once in the output height (H + pad - HH)
+        m("conv: H_out with the padding counted once", CONV, {"conv_forward_naive"},
+          ("H_out = 1 + (H + 2 * pad - HH) // stride",
+           "H_out = 1 + (H + pad - HH) // stride")),
+        # dx spreads the flipped filter (confusing the backward pass with a true convolution)
+        m("conv backward: dx through the flipped filter", CONV, {"conv_backward_naive"},
+          ("dx_pad[n, :, rows, cols] += w[f] * dout[n, f, i, j]",
+           "dx_pad[n, :, rows, cols] += w[f, :, ::-1, ::-1] * dout[n, f, i, j]")),
+        # pool backward: the window's offset by the pool size, not the stride
+        m("pool backward: offset i * ph, not i * stride", POOL, {"max_pool_naive"},
+          ("dx[n, c, i * stride + dr, j * stride + dc]", "dx[n, c, i * ph + dr, j * pw + dc]"),
+          ("window = x[:, :, i * stride : i * stride + ph, j * stride : j * stride + pw]\n"
+           "            dr, dc",
+           "window = x[:, :, i * ph : i * ph + ph, j * pw : j * pw + pw]\n            dr, dc")),
+        # fast backward: w reshaped to (C*HH*WW, F) instead of transposed
+        m("fast: dcols through w.reshape(-1, F), not w.reshape(F, -1).T", FAST,
+          {"conv_fast"},
+          ("np.matmul(w.reshape(F, -1).T, d)", "np.matmul(w.reshape(-1, F), d)")),
+        # spatial bn: statistics per (channel, row): the width folded into the batch only
+        m("sbn: normalised per channel and row (transpose(0, 3, 1, 2) then reshape(-1, C))",
+          SBN, {"spatial_batchnorm"},
+          ("flat = x.transpose(0, 2, 3, 1).reshape(-1, C)",
+           "flat = x.transpose(0, 3, 2, 1).reshape(-1, C)")),
+        # the net's conv without padding argument used consistently? no: pool 2x2 stride 1
+        m("net: pool stride 1 (2x2 windows overlapping)", NET6, {"convnet"},
+          ('pool_param = {"pool_height": 2, "pool_width": 2, "stride": 2}',
+           'pool_param = {"pool_height": 2, "pool_width": 2, "stride": 1}')),
+    ],
+    ALTERNATES=[
+        # rng.normal(0, std, size) draws the same stream as standard_normal * std
+        Alternate("net: init with rng.normal(0, std, shape)", {NET6: edited("06_convolution", "convolution", NET6, (
+            "rng.standard_normal((num_filters, C, 3, 3)) * np.sqrt(2 / (C * 9))",
+            "rng.normal(0.0, np.sqrt(2 / (C * 9)), (num_filters, C, 3, 3))",
+        ), (
+            "rng.standard_normal((hidden, num_classes)) * np.sqrt(2 / hidden)",
+            "rng.normal(0.0, np.sqrt(2 / hidden), size=(hidden, num_classes))",
+        ))}),
+        # spatial bn backward through the closed form (batchnorm_backward_alt)
+        Alternate("sbn: backward through batchnorm_backward_alt, moveaxis", {SBN: """\
+#| export
+def spatial_batchnorm_forward(x, gamma, beta, bn_param):
+    N, C, H, W = x.shape
+    flat = np.moveaxis(x, 1, -1).reshape(-1, C)
+    out, cache = batchnorm_forward(flat, gamma, beta, bn_param)
+    return np.moveaxis(out.reshape(N, H, W, C), -1, 1), (cache, x.shape)
+
+
+def spatial_batchnorm_backward(dout, cache):
+    bn_cache, (N, C, H, W) = cache
+    dflat = np.moveaxis(dout, 1, -1).reshape(-1, C)
+    dx, dgamma, dbeta = batchnorm_backward_alt(dflat, bn_cache)
+    return np.moveaxis(dx.reshape(N, H, W, C), -1, 1), dgamma, dbeta
+"""}),
+        # pool backward with the (window == max) mask (CS231n's common form; no ties in floats)
+        Alternate("pool backward: (window == max) mask", {POOL: edited("06_convolution", "convolution", POOL, (
+            "            dr, dc = np.unravel_index(window.reshape(N, C, -1).argmax(axis=2), (ph, pw))\n"
+            "            dx[n, c, i * stride + dr, j * stride + dc] += dout[:, :, i, j]\n",
+            "            top = window.max(axis=(2, 3), keepdims=True)\n"
+            "            dx[:, :, i * stride : i * stride + ph, j * stride : j * stride + pw] += (\n"
+            "                (window == top) * dout[:, :, i, j][:, :, None, None]\n"
+            "            )\n",
+        ))}),
+    ],
+)
+
+# ------------------------------------------------------------------ 07 recurrent
+RS, RQ = "rnn_step_solution", "rnn_sequence_solution"
+LS, LQ = "lstm_step_solution", "lstm_sequence_solution"
+TL, TSL, CLIP, PRED7 = (
+    "temporal_layers_solution", "temporal_softmax_loss_solution", "clip_solution",
+    "predictions_solution",
+)
+
+N07 = SimpleNamespace(
+    ASSIGNMENT="07_recurrent",
+    NOTEBOOK="recurrent",
+    MUTANTS=[
+        # db summed over the hidden units (axis=1), not the batch
+        m("rnn step: db = da.sum(axis=1)", RS, {"rnn_step"},
+          ("da.sum(axis=0)", "da.sum(axis=1)")),
+        # dh0 returned as the upstream gradient of the first step, not the carried dprev_h
+        m("rnn sequence: dh0 returned as dh[:, 0]", RQ, {"rnn_sequence"},
+          ("return dx, dprev_h, dWx, dWh, db", "return dx, dh[:, 0], dWx, dWh, db")),
+        # g squashed by the sigmoid like the other gates
+        m("lstm step: g through sigmoid, not tanh", LS, {"lstm_step"},
+          ("g = np.tanh(a[:, 3 * H :])", "g = sigmoid(a[:, 3 * H :])")),
+        # lstm backward: the h-gradient from the next step dropped (cell's still carried)
+        m("lstm sequence: dprev_h not added to dh[:, t]", LQ, {"lstm_sequence"},
+          ("lstm_step_backward(dh[:, t] + dprev_h, dprev_c, caches[t])",
+           "lstm_step_backward(dh[:, t], dprev_c, caches[t])")),
+        # the log-softmax shifted by the max over time (axis=1), not over the vocabulary
+        m("loss: max taken over time (axis=1), not the vocabulary", TSL,
+          {"temporal_softmax_loss"},
+          ("x.max(axis=2, keepdims=True)", "x.max(axis=1, keepdims=True)")),
+        # off by one in the prediction: radius ** (steps - 1)
+        m("prediction: radius ** (steps - 1)", PRED7, {"rnn_predictions"},
+          ("return radius**steps", "return radius ** (steps - 1)")),
+    ],
+    ALTERNATES=[
+        # PyTorch's clip_grad_norm_: max_norm / (total_norm + 1e-6), clamped to 1
+        Alternate("clip: PyTorch's coefficient max_norm / (norm + 1e-6), min 1", {CLIP: """\
+#| export
+def clip_grad_norm(grads, max_norm):
+    total_norm = float(np.sqrt(sum((g**2).sum() for g in grads.values())))
+    coef = min(1.0, max_norm / (total_norm + 1e-6))
+    return {k: g * coef for k, g in grads.items()}, total_norm
+"""}),
+        # temporal affine backward by einsum
+        Alternate("temporal affine backward with einsum", {TL: edited("07_recurrent", "recurrent", TL, (
+            "    D, M = w.shape\n    dw = x.reshape(-1, D).T @ dout.reshape(-1, M)\n"
+            "    return dout @ w.T, dw, dout.sum(axis=(0, 1))",
+            "    dx = np.einsum('ntm,dm->ntd', dout, w)\n"
+            "    dw = np.einsum('ntd,ntm->dm', x, dout)\n"
+            "    return dx, dw, np.einsum('ntm->m', dout)",
+        ))}),
+    ],
+)
+
+# ------------------------------------------------------------------ 08 attention
+SM, ATT, CM = "softmax_solution", "attention_solution", "causal_mask_solution"
+MHA, PE, BLK = "multihead_solution", "positional_encoding_solution", "block_solution"
+
+N08 = SimpleNamespace(
+    ASSIGNMENT="08_attention",
+    NOTEBOOK="attention",
+    MUTANTS=[
+        # dv through p.transpose(0, 2, 1): right for (N, Tq, Tk), wrong axes for 4-D heads
+        m("attention backward: dv through p.transpose(0, 2, 1) (3-D only)", ATT,
+          {"multihead_attention"},
+          ("dv = np.swapaxes(p, -1, -2) @ dout", "dv = p.transpose(0, 2, 1) @ dout")),
+        # upper triangle: each query sees the future
+        m("causal mask: np.triu (the future, not the past)", CM, {"causal_mask"},
+          ("np.tril(", "np.triu(")),
+        # mha backward: the heads' gradients merged by a reshape alone (no transpose back)
+        m("mha backward: dq, dk, dv merged by a reshape alone", MHA, {"multihead_attention"},
+          ("g.transpose(0, 2, 1, 3).reshape(N * T, D)", "g.reshape(N * T, D)")),
+        # positional encoding: the cos columns use the odd index's frequency (2i + 1) / D
+        m("positions: cos columns at frequency 1 / 10000**((2i + 1) / D)", PE,
+          {"positional_encoding"},
+          ("pe[:, 1::2] = np.cos(angles[:, : D // 2])",
+           "pe[:, 1::2] = np.cos(np.arange(T)[:, None] / 10000 ** (np.arange(1, D, 2) / D))")),
+        # block: dx of ln1 added to dout instead of dh (the first residual's gradient)
+        m("block backward: returns dout + dx (not dh + dx)", BLK, {"transformer_block"},
+          ("return dh + dx.reshape(N, T, D), grads", "return dout + dx.reshape(N, T, D), grads")),
+    ],
+    ALTERNATES=[
+        # causal mask by comparing indices
+        Alternate("causal mask: arange comparison", {CM: """\
+#| export
+def causal_mask(T):
+    t = np.arange(T)
+    return t[None, :] <= t[:, None]
+"""}),
+        # attention masked by adding -inf where disallowed
+        Alternate("attention: mask added as a 0 / -inf bias", {ATT: edited("08_attention", "attention", ATT, (
+            "scores = np.where(mask, scores, -np.inf)",
+            "scores = scores + np.where(mask, 0.0, -np.inf)",
+        ))}),
+    ],
+)
+
+GROUPS = [N05, N06, N07, N08]
