@@ -57,6 +57,9 @@ N05 = SimpleNamespace(
         # the net's regulariser without its 1/2 on the loss (gradient still reg * W)
         m("net: loss regulariser reg * sum(W**2), gradient reg * W", NET5, {"finished_net"},
           ("loss += 0.5 * self.reg * np.sum(W * W)", "loss += self.reg * np.sum(W * W)")),
+        # eps's default mistyped as 1e-8 (only seen when bn_param has no eps)
+        m("bn forward: default eps 1e-8, not 1e-5", BNF, {"batchnorm_forward"},
+          ('eps = bn_param.get("eps", 1e-5)', 'eps = bn_param.get("eps", 1e-8)')),
     ],
     ALTERNATES=[
         # dropout before the relu: the mask is >= 0, so relu and the mask commute
@@ -130,6 +133,14 @@ N06 = SimpleNamespace(
         m("net: pool stride 1 (2x2 windows overlapping)", NET6, {"convnet"},
           ('pool_param = {"pool_height": 2, "pool_width": 2, "stride": 2}',
            'pool_param = {"pool_height": 2, "pool_width": 2, "stride": 1}')),
+        # the tiling test on the rows only: a filter that does not tile the width is accepted
+        m("conv: ValueError checked on the height only", CONV, {"conv_forward_naive"},
+          ("if (H + 2 * pad - HH) % stride or (W + 2 * pad - WW) % stride:\n"
+           "        raise ValueError(f\"a {HH}x{WW} filter with stride {stride} does not tile {H}x{W} + pad\")\n"
+           "    H_out = 1 + (H + 2 * pad - HH) // stride\n    W_out",
+           "if (H + 2 * pad - HH) % stride:\n"
+           "        raise ValueError(f\"a {HH}x{WW} filter with stride {stride} does not tile {H}x{W} + pad\")\n"
+           "    H_out = 1 + (H + 2 * pad - HH) // stride\n    W_out")),
     ],
     ALTERNATES=[
         # rng.normal(0, std, size) draws the same stream as standard_normal * std
@@ -140,8 +151,8 @@ N06 = SimpleNamespace(
             "rng.standard_normal((hidden, num_classes)) * np.sqrt(2 / hidden)",
             "rng.normal(0.0, np.sqrt(2 / hidden), size=(hidden, num_classes))",
         ))}),
-        # spatial bn backward through the closed form (batchnorm_backward_alt)
-        Alternate("sbn: backward through batchnorm_backward_alt, moveaxis", {SBN: """\
+        # spatial bn with np.moveaxis in place of transpose
+        Alternate("sbn: channels moved by np.moveaxis", {SBN: """\
 #| export
 def spatial_batchnorm_forward(x, gamma, beta, bn_param):
     N, C, H, W = x.shape
@@ -153,7 +164,7 @@ def spatial_batchnorm_forward(x, gamma, beta, bn_param):
 def spatial_batchnorm_backward(dout, cache):
     bn_cache, (N, C, H, W) = cache
     dflat = np.moveaxis(dout, 1, -1).reshape(-1, C)
-    dx, dgamma, dbeta = batchnorm_backward_alt(dflat, bn_cache)
+    dx, dgamma, dbeta = batchnorm_backward(dflat, bn_cache)
     return np.moveaxis(dx.reshape(N, H, W, C), -1, 1), dgamma, dbeta
 """}),
         # pool backward with the (window == max) mask (CS231n's common form; no ties in floats)
@@ -200,6 +211,10 @@ N07 = SimpleNamespace(
         # off by one in the prediction: radius ** (steps - 1)
         m("prediction: radius ** (steps - 1)", PRED7, {"rnn_predictions"},
           ("return radius**steps", "return radius ** (steps - 1)")),
+        # the mask used to index without making it boolean (an int 0/1 mask picks rows 0 and 1)
+        m("loss: picked[mask] with the mask not made boolean", TSL, {"temporal_softmax_loss"},
+          ("    mask = np.asarray(mask, dtype=bool)\n", ""),
+          ("loss = -np.sum(picked * mask) / N", "loss = -np.sum(picked[mask]) / N")),
     ],
     ALTERNATES=[
         # PyTorch's clip_grad_norm_: max_norm / (total_norm + 1e-6), clamped to 1
@@ -247,6 +262,9 @@ N08 = SimpleNamespace(
         # block: dx of ln1 added to dout instead of dh (the first residual's gradient)
         m("block backward: returns dout + dx (not dh + dx)", BLK, {"transformer_block"},
           ("return dh + dx.reshape(N, T, D), grads", "return dout + dx.reshape(N, T, D), grads")),
+        # the max taken without keepdims (broadcasts along the wrong axis when shapes allow)
+        m("softmax: np.max without keepdims", SM, {"softmax"},
+          ("np.max(x, axis=axis, keepdims=True)", "np.max(x, axis=axis)")),
     ],
     ALTERNATES=[
         # causal mask by comparing indices
