@@ -141,6 +141,16 @@ N06 = SimpleNamespace(
            "if (H + 2 * pad - HH) % stride:\n"
            "        raise ValueError(f\"a {HH}x{WW} filter with stride {stride} does not tile {H}x{W} + pad\")\n"
            "    H_out = 1 + (H + 2 * pad - HH) // stride\n    W_out")),
+        # the fast pair's tiling test on the rows only, as above
+        m("fast: ValueError checked on the height only", FAST, {"conv_fast"},
+          ("if (H + 2 * pad - HH) % stride or (W + 2 * pad - WW) % stride:\n"
+           "        raise ValueError(f\"a {HH}x{WW} filter with stride {stride} does not tile {H}x{W} + pad\")\n"
+           "    H_out = 1 + (H + 2 * pad - HH) // stride\n    W_out = 1 + (W + 2 * pad - WW) // stride\n"
+           "    x_pad = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))\n    sN",
+           "if (H + 2 * pad - HH) % stride:\n"
+           "        raise ValueError(f\"a {HH}x{WW} filter with stride {stride} does not tile {H}x{W} + pad\")\n"
+           "    H_out = 1 + (H + 2 * pad - HH) // stride\n    W_out = 1 + (W + 2 * pad - WW) // stride\n"
+           "    x_pad = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))\n    sN")),
     ],
     ALTERNATES=[
         # rng.normal(0, std, size) draws the same stream as standard_normal * std
@@ -215,6 +225,9 @@ N07 = SimpleNamespace(
         m("loss: picked[mask] with the mask not made boolean", TSL, {"temporal_softmax_loss"},
           ("    mask = np.asarray(mask, dtype=bool)\n", ""),
           ("loss = -np.sum(picked * mask) / N", "loss = -np.sum(picked[mask]) / N")),
+        # the bias added after the tanh
+        m("rnn step: bias added outside the tanh", RS, {"rnn_step"},
+          ("np.tanh(x @ Wx + prev_h @ Wh + b)", "np.tanh(x @ Wx + prev_h @ Wh) + b")),
     ],
     ALTERNATES=[
         # PyTorch's clip_grad_norm_: max_norm / (total_norm + 1e-6), clamped to 1
@@ -248,6 +261,10 @@ N08 = SimpleNamespace(
         m("attention backward: dv through p.transpose(0, 2, 1) (3-D only)", ATT,
           {"multihead_attention"},
           ("dv = np.swapaxes(p, -1, -2) @ dout", "dv = p.transpose(0, 2, 1) @ dout")),
+        # forward with k.transpose(0, 2, 1): right for (N, Tk, d), wrong axes for 4-D heads
+        m("attention forward: k.transpose(0, 2, 1) (3-D only)", ATT, {"multihead_forward"},
+          ("scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(d)",
+           "scores = q @ k.transpose(0, 2, 1) / np.sqrt(d)")),
         # upper triangle: each query sees the future
         m("causal mask: np.triu (the future, not the past)", CM, {"causal_mask"},
           ("np.tril(", "np.triu(")),
