@@ -60,6 +60,54 @@ N05 = SimpleNamespace(
         # eps's default mistyped as 1e-8 (only seen when bn_param has no eps)
         m("bn forward: default eps 1e-8, not 1e-5", BNF, {"batchnorm_forward"},
           ('eps = bn_param.get("eps", 1e-5)', 'eps = bn_param.get("eps", 1e-8)')),
+        # layer norm caches x and gamma only; the backward recomputes the std with eps = 1e-5
+        # whatever ln_param said (two cells: the forward's cache changes with it)
+        # (an Alternate object only as a carrier of two cells' code: it is a bug)
+        Alternate("ln backward: std recomputed with the default eps, not ln_param's", {
+            LNF: """\
+#| export
+def layernorm_forward(x, gamma, beta, ln_param):
+    eps = ln_param.get("eps", 1e-5)
+    mu = x.mean(axis=1, keepdims=True)
+    var = x.var(axis=1, keepdims=True)
+    return gamma * (x - mu) / np.sqrt(var + eps) + beta, (x, gamma)
+""",
+            LNB: """\
+#| export
+def layernorm_backward(dout, cache):
+    x, gamma = cache
+    D = x.shape[1]
+    mu = x.mean(axis=1, keepdims=True)
+    std = np.sqrt(x.var(axis=1, keepdims=True) + 1e-5)
+    x_hat = (x - mu) / std
+    g = dout * gamma
+    dx = (D * g - g.sum(axis=1, keepdims=True)
+          - x_hat * np.sum(g * x_hat, axis=1, keepdims=True)) / (D * std)
+    return dx, np.sum(dout * x_hat, axis=0), dout.sum(axis=0)
+""",
+        }),
+        # the same slip in batch norm: the backward recomputes std with eps = 1e-5
+        Alternate("bn backward: std recomputed with the default eps, not bn_param's", {
+            BNF: edited("05_normalisation", "normalisation", BNF,
+                        ("cache = (x_hat, centred, std, gamma)", "cache = (x, gamma)")),
+            BNB: """\
+#| export
+def batchnorm_backward(dout, cache):
+    x, gamma = cache
+    N = x.shape[0]
+    centred = x - x.mean(axis=0)
+    std = np.sqrt(np.mean(centred**2, axis=0) + 1e-5)
+    x_hat = centred / std
+    g = dout * gamma
+    dx = (N * g - g.sum(axis=0) - x_hat * np.sum(g * x_hat, axis=0)) / (N * std)
+    return dx, np.sum(dout * x_hat, axis=0), dout.sum(axis=0)
+""",
+            BNA: """\
+#| export
+def batchnorm_backward_alt(dout, cache):
+    return batchnorm_backward(dout, cache)
+""",
+        }),
     ],
     ALTERNATES=[
         # dropout before the relu: the mask is >= 0, so relu and the mask commute
@@ -291,6 +339,13 @@ def causal_mask(T):
     t = np.arange(T)
     return t[None, :] <= t[:, None]
 """}),
+        # the 1 / sqrt(d) applied to dp instead of ds (the Jacobian is linear)
+        Alternate("attention backward: the scale on dp", {ATT: edited("08_attention", "attention", ATT, (
+            "    dp = dout @ np.swapaxes(v, -1, -2)\n"
+            "    ds = p * (dp - np.sum(dp * p, axis=-1, keepdims=True)) / np.sqrt(d)\n",
+            "    dp = dout @ np.swapaxes(v, -1, -2) / np.sqrt(d)\n"
+            "    ds = p * (dp - np.sum(dp * p, axis=-1, keepdims=True))\n",
+        ))}),
         # attention masked by adding -inf where disallowed
         Alternate("attention: mask added as a 0 / -inf bias", {ATT: edited("08_attention", "attention", ATT, (
             "scores = np.where(mask, scores, -np.inf)",
