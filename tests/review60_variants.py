@@ -189,6 +189,12 @@ N06 = SimpleNamespace(
            "if (H + 2 * pad - HH) % stride:\n"
            "        raise ValueError(f\"a {HH}x{WW} filter with stride {stride} does not tile {H}x{W} + pad\")\n"
            "    H_out = 1 + (H + 2 * pad - HH) // stride\n    W_out")),
+        # spatial bn hands batchnorm_forward a copy of bn_param: the running averages never
+        # reach the caller's bn_param
+        m("sbn: batchnorm_forward given dict(bn_param) (running averages lost)", SBN,
+          {"spatial_batchnorm"},
+          ("batchnorm_forward(flat, gamma, beta, bn_param)",
+           "batchnorm_forward(flat, gamma, beta, dict(bn_param))")),
         # the fast pair's tiling test on the rows only, as above
         m("fast: ValueError checked on the height only", FAST, {"conv_fast"},
           ("if (H + 2 * pad - HH) % stride or (W + 2 * pad - WW) % stride:\n"
