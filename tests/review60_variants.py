@@ -108,6 +108,9 @@ def batchnorm_backward_alt(dout, cache):
     return batchnorm_backward(dout, cache)
 """,
         }),
+        # x centred in place: the caller's x is overwritten by its centred values
+        m("bn forward: x -= mu in place (the caller's x changed)", BNF, {"batchnorm_forward"},
+          ("        centred = x - mu\n", "        x -= mu\n        centred = x\n")),
     ],
     ALTERNATES=[
         # dropout before the relu: the mask is >= 0, so relu and the mask commute
@@ -275,6 +278,11 @@ N07 = SimpleNamespace(
         # off by one in the prediction: radius ** (steps - 1)
         m("prediction: radius ** (steps - 1)", PRED7, {"rnn_predictions"},
           ("return radius**steps", "return radius ** (steps - 1)")),
+        # the scores of a step shifted in place: the caller's x changes
+        m("loss: x -= x.max(...) in place (the caller's scores changed)", TSL,
+          {"temporal_softmax_loss"},
+          ("shifted = x - x.max(axis=2, keepdims=True)",
+           "x -= x.max(axis=2, keepdims=True)\n    shifted = x")),
         # the mask used to index without making it boolean (an int 0/1 mask picks rows 0 and 1)
         m("loss: picked[mask] with the mask not made boolean", TSL, {"temporal_softmax_loss"},
           ("    mask = np.asarray(mask, dtype=bool)\n", ""),
