@@ -183,9 +183,24 @@ def probe_conv_forward_naive(student, rng, out):
         f"tiling:{UNTILED}",
         lambda: forward(untiled.copy(), w.copy(), b.copy(), {"stride": 2, "pad": 0})[0],
     )
+    record_untiled_width(out, rng, forward, w, b)
 
 
 UNTILED = "a 3x3 filter, stride 2, pad 0, on an even height (it does not tile)"
+UNTILED_WIDTH = "a 3x3 filter, stride 2, pad 0, on an odd height, even width (it does not tile)"
+
+
+def record_untiled_width(out, rng, forward, w, b):
+    """Review 60: the height tiled, the width not (a test of the rows alone passes the
+    height-only case): (H - 3) % 2 == 0, (W - 3) % 2 != 0. w is (F, C, 3, 3)."""
+    N = int(rng.integers(1, 4))
+    shape = (N, w.shape[1], 2 * int(rng.integers(2, 5)) + 1, 2 * int(rng.integers(3, 6)))
+    untiled = rng.standard_normal(shape)
+    out.record(
+        f"tiling:{UNTILED_WIDTH}",
+        lambda: forward(untiled.copy(), w.copy(), b.copy(), {"stride": 2, "pad": 0})[0],
+    )
+
 
 CONV_OUT_HINT = (
     "out[n, f, i, j] = b[f] + sum(w[f] * x_pad[n, :, i*stride : i*stride + HH, "
