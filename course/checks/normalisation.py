@@ -277,7 +277,8 @@ def norm_backward_probe(
     def probe(student, rng, out):
         forward = getattr(student, forward_name)
         backward = getattr(student, backward_name)
-        for label, x in _cases(rng):
+
+        def record_case(label, x, param=param):
             gamma, beta = _gamma_beta(rng, x.shape[1])
             dout = rng.standard_normal(x.shape)
 
@@ -303,6 +304,9 @@ def norm_backward_probe(
             keys = ["forward", "dx", "dgamma", "dbeta", "selfcheck", "sum", "byhand"]
             out.record([f"{k}:{label}" for k in keys], compute)
 
+        for label, x in _cases(rng):
+            record_case(label, x)
+
         # The large case: the normalised axis long (every element of it is coupled to the
         # others, so a numerical gradient needs one forward pass per position along it),
         # the other short.
@@ -320,7 +324,18 @@ def norm_backward_probe(
 
         record_large(out, rng, f"x of {shape[0]} by {shape[1]}", run)
 
+        # A non-default eps (review 60: a backward that recomputes the std with 1e-5, not
+        # the eps of the forward's param, passed every other case). On a spread of 0.5 to 3,
+        # as _cases: 1e-3 moves dx by about 1e-3 / (2 var), 5e-5 or more, far above dx's
+        # tolerance, and the output's spread by under 1% (_bn_dx_slips reads gamma from it).
+        N, D = int(rng.integers(8, 12)), int(rng.integers(3, 7))
+        x = float(rng.uniform(-3, 3)) + rng.uniform(0.5, 3) * rng.standard_normal((N, D))
+        record_case(EPS_CASE, x, {**param, "eps": 1e-3})
+
     return probe
+
+
+EPS_CASE = "eps 1e-3 (not the default 1e-5)"
 
 
 def norm_backward_rules(hint: str, sum_words: str, axis: int, slips=None) -> dict[str, Rule]:
