@@ -424,6 +424,17 @@ MUTANTS = [
             "if (H + 2 * pad - HH) % stride:",
         ),
     ),
+    # Review 60: spatial batch norm hands batchnorm_forward a copy of bn_param: the running
+    # averages never reach the caller (it kept 2.36 of 3 while "running" had no cap).
+    wrong(
+        "sbn: batchnorm_forward given dict(bn_param) (running averages lost)",
+        SBN,
+        {"spatial_batchnorm"},
+        (
+            "batchnorm_forward(flat, gamma, beta, bn_param)",
+            "batchnorm_forward(flat, gamma, beta, dict(bn_param))",
+        ),
+    ),
     # Review 60: the same in the fast pair (it keeps conv_fast 4/4): a survivor, below.
     m(
         "fast: ValueError checked on the height only",
