@@ -1274,3 +1274,15 @@ MUTANTS += [
         more=((LNF, LN_CACHE_X_GAMMA),),
     ),
 ]
+
+# Review 60: the net flips only dropout to test mode: batch norm normalises the test batch
+# with its own statistics. Its scores, the network's output, kept 3.55 of 4 while the
+# test-mode score rules had no cap.
+MUTANTS += [
+    wrong(
+        "net: bn_params left in train mode at test time",
+        NET,
+        {"finished_net"},
+        ('        for bn_param in self.bn_params:\n            bn_param["mode"] = mode\n', ""),
+    ),
+]
