@@ -428,6 +428,23 @@ MUTANTS = [
             'layernorm_forward(h.reshape(N * T, D), p["ln1_gamma"], p["ln1_beta"], {})',
         ),
     ),
+    # Review 60: right for 3-D inputs only; multi-head attention calls attention on
+    # (N, heads, T, d). Both kept their own check's 3/3 while every case was 3-D.
+    m(
+        "attention forward: k.transpose(0, 2, 1) (3-D only)",
+        ATT,
+        {"attention_forward", "multihead_forward"},
+        (
+            "scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(d)",
+            "scores = q @ k.transpose(0, 2, 1) / np.sqrt(d)",
+        ),
+    ),
+    m(
+        "attention backward: dv through p.transpose(0, 2, 1) (3-D only)",
+        ATT,
+        {"attention_backward", "multihead_backward"},
+        ("dv = np.swapaxes(p, -1, -2) @ dout", "dv = p.transpose(0, 2, 1) @ dout"),
+    ),
 ]
 
 EXPECTED_SURVIVORS: set[str] = set()

@@ -1,6 +1,6 @@
 """Student variants of assignment 05 for the mutation harness (see tests/variant_kinds.py)."""
 
-from course.authoring.variants import Alternate, m, wrong
+from course.authoring.variants import Alternate, Mutant, m, wrong
 
 ASSIGNMENT, NOTEBOOK = "05_normalisation", "normalisation"
 
@@ -1183,3 +1183,106 @@ GRADED_FUNCTIONS = {
     "dropout_backward": {DB},
     "FullyConnectedNet": {NET},
 }
+
+# Review 60: a backward that recomputes the std from a cache of (x, gamma) with eps = 1e-5,
+# whatever bn_param / ln_param said (the forward's cache changes with it: two cells). It
+# kept full marks while no backward case had a non-default eps.
+BN_CACHE_X_GAMMA = """\
+#| export
+def batchnorm_forward(x, gamma, beta, bn_param):
+    mode = bn_param["mode"]
+    eps = bn_param.get("eps", 1e-5)
+    momentum = bn_param.get("momentum", 0.9)
+    D = x.shape[1]
+    running_mean = bn_param.get("running_mean", np.zeros(D, dtype=x.dtype))
+    running_var = bn_param.get("running_var", np.zeros(D, dtype=x.dtype))
+    if mode == "train":
+        mu = x.mean(axis=0)
+        centred = x - mu
+        var = np.mean(centred**2, axis=0)
+        out = gamma * centred / np.sqrt(var + eps) + beta
+        cache = (x, gamma)
+        running_mean = momentum * running_mean + (1 - momentum) * mu
+        running_var = momentum * running_var + (1 - momentum) * var
+    elif mode == "test":
+        out = gamma * (x - running_mean) / np.sqrt(running_var + eps) + beta
+        cache = None
+    else:
+        raise ValueError(f"bn_param['mode'] is {mode!r}: use 'train' or 'test'")
+    bn_param["running_mean"] = running_mean
+    bn_param["running_var"] = running_var
+    return out, cache
+"""
+
+BN_BACKWARD_DEFAULT_EPS = """\
+#| export
+def batchnorm_backward(dout, cache):
+    x, gamma = cache
+    N = x.shape[0]
+    centred = x - x.mean(axis=0)
+    std = np.sqrt(np.mean(centred**2, axis=0) + 1e-5)
+    x_hat = centred / std
+    g = dout * gamma
+    dx = (N * g - g.sum(axis=0) - x_hat * np.sum(g * x_hat, axis=0)) / (N * std)
+    return dx, np.sum(dout * x_hat, axis=0), dout.sum(axis=0)
+"""
+
+BN_ALT_THROUGH_BACKWARD = """\
+#| export
+def batchnorm_backward_alt(dout, cache):
+    return batchnorm_backward(dout, cache)
+"""
+
+LN_CACHE_X_GAMMA = """\
+#| export
+def layernorm_forward(x, gamma, beta, ln_param):
+    eps = ln_param.get("eps", 1e-5)
+    mu = x.mean(axis=1, keepdims=True)
+    var = x.var(axis=1, keepdims=True)
+    return gamma * (x - mu) / np.sqrt(var + eps) + beta, (x, gamma)
+"""
+
+LN_BACKWARD_DEFAULT_EPS = """\
+#| export
+def layernorm_backward(dout, cache):
+    x, gamma = cache
+    D = x.shape[1]
+    mu = x.mean(axis=1, keepdims=True)
+    std = np.sqrt(x.var(axis=1, keepdims=True) + 1e-5)
+    x_hat = (x - mu) / std
+    g = dout * gamma
+    dx = (D * g - g.sum(axis=1, keepdims=True)
+          - x_hat * np.sum(g * x_hat, axis=1, keepdims=True)) / (D * std)
+    return dx, np.sum(dout * x_hat, axis=0), dout.sum(axis=0)
+"""
+
+MUTANTS += [
+    Mutant(
+        "bn backward: std recomputed with the default eps, not bn_param's",
+        BNB,
+        (),
+        frozenset({"batchnorm_backward", "batchnorm_backward_alt"}),
+        code=BN_BACKWARD_DEFAULT_EPS,
+        more=((BNF, BN_CACHE_X_GAMMA), (BNA, BN_ALT_THROUGH_BACKWARD)),
+    ),
+    Mutant(
+        "ln backward: std recomputed with the default eps, not ln_param's",
+        LNB,
+        (),
+        frozenset({"layernorm_backward"}),
+        code=LN_BACKWARD_DEFAULT_EPS,
+        more=((LNF, LN_CACHE_X_GAMMA),),
+    ),
+]
+
+# Review 60: the net flips only dropout to test mode: batch norm normalises the test batch
+# with its own statistics. Its scores, the network's output, kept 3.55 of 4 while the
+# test-mode score rules had no cap.
+MUTANTS += [
+    wrong(
+        "net: bn_params left in train mode at test time",
+        NET,
+        {"finished_net"},
+        ('        for bn_param in self.bn_params:\n            bn_param["mode"] = mode\n', ""),
+    ),
+]

@@ -30,6 +30,9 @@ class Mutant:
     # state): they may keep at most WRONG_VALUE_CAP of their points, not merely lose some
     # (course.grader.model.Rule.cap).
     capped: frozenset[str] = field(default_factory=frozenset)
+    # Other solution cells the bug spans, as (grade id, full code): a forward whose cache
+    # changes with the backward that reads it.
+    more: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,7 @@ def answers_of(module, variant) -> dict[str, str]:
     code = variant.code if variant.code is not None else solutions[variant.cell]
     for old, new in variant.edits:
         code = mutate(code, old, new)
-    return {variant.cell: code}
+    return {**dict(variant.more), variant.cell: code}
 
 
 def binds(code: str) -> set[str] | None:

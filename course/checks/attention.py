@@ -165,12 +165,21 @@ def _attention_cases(rng):
     cases.append(("scores near 1e3", 12 * q, 12 * k, v, None))
     q_wide = rng.standard_normal((N, Tq, 2 * d))
     cases.append(("non-contiguous q[..., ::2]", q_wide[..., ::2], *qkv()[1:], None))
+    # Two leading batch dimensions, as multi-head attention calls it (the notebook: "any
+    # number of leading batch dimensions"): k.transpose(0, 2, 1) passed every 3-D case
+    # (review 60). Drawn last, so that the other cases keep their inputs.
+    heads = int(rng.integers(2, 4))
+    q4, k4, v4 = (rng.standard_normal((N, heads, T, e)) for T, e in ((Tq, d), (Tk, d), (Tk, dv)))
+    cases.append((FOUR_D, q4, k4, v4, mask_of((Tq, Tk))))
     return cases
+
+
+FOUR_D = "4-D q, k, v (N, heads, T, d), a (Tq, Tk) mask"
 
 
 def probe_attention_forward(student, rng, out):
     """attention_forward's outputs on _attention_cases (Tq != Tk, d != dv, masks of every
-    shape the API allows, a square case, large scores), on copies of the inputs."""
+    shape the API allows, a square case, large scores, 4-D inputs), on copies of the inputs."""
     forward = student.attention_forward
     for label, q, k, v, mask in _attention_cases(rng):
         out.record(
@@ -308,7 +317,8 @@ register(
                 "dv": Rule(
                     "dv with",
                     rtol=1e-7,
-                    hint="dv = p^T dout.",
+                    hint="dv = p^T dout, p^T swapping the last two axes only (the inputs "
+                    "may have several leading batch dimensions).",
                     cap=WRONG_VALUE_CAP,
                     requires="byhand",
                 ),

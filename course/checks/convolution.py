@@ -183,9 +183,24 @@ def probe_conv_forward_naive(student, rng, out):
         f"tiling:{UNTILED}",
         lambda: forward(untiled.copy(), w.copy(), b.copy(), {"stride": 2, "pad": 0})[0],
     )
+    record_untiled_width(out, rng, forward, w, b)
 
 
 UNTILED = "a 3x3 filter, stride 2, pad 0, on an even height (it does not tile)"
+UNTILED_WIDTH = "a 3x3 filter, stride 2, pad 0, on an odd height, even width (it does not tile)"
+
+
+def record_untiled_width(out, rng, forward, w, b):
+    """Review 60: the height tiled, the width not (a test of the rows alone passes the
+    height-only case): (H - 3) % 2 == 0, (W - 3) % 2 != 0. w is (F, C, 3, 3)."""
+    N = int(rng.integers(1, 4))
+    shape = (N, w.shape[1], 2 * int(rng.integers(2, 5)) + 1, 2 * int(rng.integers(3, 6)))
+    untiled = rng.standard_normal(shape)
+    out.record(
+        f"tiling:{UNTILED_WIDTH}",
+        lambda: forward(untiled.copy(), w.copy(), b.copy(), {"stride": 2, "pad": 0})[0],
+    )
+
 
 CONV_OUT_HINT = (
     "out[n, f, i, j] = b[f] + sum(w[f] * x_pad[n, :, i*stride : i*stride + HH, "
@@ -918,11 +933,14 @@ SPATIAL_BATCHNORM = register(
                 hint="normalise each channel over N, H and W together: move C last, reshape "
                 "to (N*H*W, C), batchnorm_forward, and move C back.",
             ),
+            # A wrong running average is a wrong test-mode network later (as 05's
+            # batchnorm_forward): capped (review 60: one lost kept 2.36 of 3).
             "running": Rule(
                 "running",
                 rtol=1e-9,
                 hint="running = momentum * running + (1 - momentum) * the batch's statistic, "
                 "over N, H and W (biased variance), stored back into bn_param.",
+                cap=WRONG_VALUE_CAP,
             ),
             "forward": Rule("forward output (train mode) for", rtol=1e-9, weight=0.5),
             "dx": Rule(
