@@ -194,8 +194,33 @@ def holds_learner_code(text: str) -> bool:
 
 
 def notebook_of(folder: Path) -> Path | None:
+    """The assignment's notebook in `folder`: the one named after it (04_optimisers/
+    optimisers.ipynb), even beside a learner's own (walk 60: JupyterLab's Duplicate,
+    `optimisers-Copy1.ipynb`, and a scratch `Untitled.ipynb` sort before it, and their
+    code was carried instead); else the first, for a folder named otherwise."""
     found = sorted(p for p in folder.glob("*.ipynb") if not p.name.startswith("."))
-    return found[0] if found else None
+    own = folder / f"{folder.name.split('_', 1)[-1]}.ipynb"
+    return own if own in found else (found[0] if found else None)
+
+
+def _readable(notebook: Path, said: set[Path]) -> nbformat.NotebookNode | None:
+    """The notebook, or None with one line saying why not (walk 60: one corrupt notebook
+    in work/ stopped `course lab` with a traceback, before JupyterLab could open)."""
+    try:
+        return nbformat.read(notebook, as_version=4)
+    except (OSError, ValueError, UnicodeDecodeError, nbformat.ValidationError) as error:
+        # NotJSONError and json's JSONDecodeError are ValueErrors
+        reason = str(error).splitlines()[0][:120] if str(error) else type(error).__name__
+        fresh = f"release/{notebook.parent.name}/{notebook.name}"
+        if notebook in said:
+            return None
+        said.add(notebook)
+        print(
+            f"course export: {notebook} cannot be read as a notebook ({reason}): nothing is "
+            f"carried from or into it; fix it, or start again from a copy of {fresh}",
+            file=sys.stderr,
+        )
+        return None
 
 
 def export(
@@ -212,13 +237,17 @@ def export(
     if not work.is_dir():
         return []
     written = []
+    unreadable: set[Path] = set()  # each said once
     for folder in sorted(p for p in work.iterdir() if p.is_dir()):
         if only is not None and folder.name != only:
             continue
         notebook = notebook_of(folder)
         if notebook is None:
             continue
-        todo = carried_assignments(code_of(nbformat.read(notebook, as_version=4)))
+        nb = _readable(notebook, unreadable)
+        if nb is None:
+            continue
+        todo = carried_assignments(code_of(nb))
         done: set[str] = set()
         while todo:
             earlier = todo.pop(0)
@@ -228,8 +257,11 @@ def export(
             source = notebook_of(work / earlier)
             if source is None:  # never fetched: carry() says so
                 continue
+            earlier_nb = _readable(source, unreadable)
+            if earlier_nb is None:  # said above; an earlier export of it, if any, stays
+                continue
             text = module_text(
-                nbformat.read(source, as_version=4),
+                earlier_nb,
                 f"work/{earlier}/{source.name}",
                 last_check_failures(source),
             )

@@ -178,6 +178,14 @@ def check(notebook: Path, sandboxed: bool = True) -> int:
                 f"work/{notebook.parent.name}/{notebook.name} (`make lab` makes it)"
             )
     assignment, name = locate(notebook, root)
+    try:  # walk 60: a notebook that is not JSON ended in nbformat's traceback
+        nbformat.read(notebook, as_version=4)
+    except (ValueError, UnicodeDecodeError, nbformat.ValidationError) as error:
+        reason = str(error).splitlines()[0][:120] if str(error) else type(error).__name__
+        raise FileNotFoundError(
+            f"{notebook} cannot be read as a notebook ({reason}): fix it, or start again "
+            f"from a copy of release/{assignment}/{name}.ipynb"
+        ) from error
     start = time.perf_counter()
     stages = tqdm(
         total=3,

@@ -345,3 +345,16 @@ def test_a_swapped_rsub_behind_an_unwritten_backward_is_said_to_be_its_forward()
     assert any("Exercise 1.4: write Value.backward" in line for line in failures), text
     # The other operators' values are right, and graded as such: not zero.
     assert 0 < points < max_scores(variants_backprop)["value_ops"], text
+
+
+def test_each_capped_rule_is_named_whole_in_the_credit_line():
+    """Walk 60: 09's line read "a failing relative error per parameter, on caps the cell":
+    the rule's name, cut before its input, kept a dangling ", on"."""
+    from course.checks import INDEX
+    from course.grader.judge import credit_rule
+
+    for names in INDEX.values():
+        for name in names:
+            line = credit_rule(get_check(name))
+            for dangling in (", caps", " on caps", " of caps", " for caps", " with caps"):
+                assert dangling not in line, (name, line)

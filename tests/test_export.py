@@ -138,6 +138,34 @@ def test_export_writes_the_learners_cells_beside_the_later_notebook_only(tmp_pat
     assert export(tmp_path, quiet=True) == []  # unchanged: not rewritten
 
 
+@pytest.mark.parametrize("other", ["Untitled.ipynb", "multilayer-Copy1.ipynb", "Notes.ipynb"])
+def test_export_reads_the_assignments_own_notebook_beside_a_learners_other(tmp_path, other):
+    """Walk 60: a scratch `Untitled.ipynb` or JupyterLab's Duplicate (`-Copy1`) in 03's
+    folder sorts before multilayer.ipynb, and its (empty) code was carried into 04."""
+    learner(tmp_path, bug_in_affine_backward())
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "work" / A03 / other)
+    export(tmp_path, quiet=True)
+    module = (tmp_path / "work" / A04 / f"{module_name(A03)}.py").read_text()
+    assert f"from work/{A03}/multilayer.ipynb" in module.splitlines()[0]
+    assert "2 * x" in module
+
+
+def test_an_unreadable_notebook_is_named_and_the_others_are_still_exported(tmp_path, capsys):
+    """Walk 60: one notebook that is not JSON (a merge's conflict markers) in work/ stopped
+    `course export`, and with it `course lab`, with a traceback."""
+    learner(tmp_path, bug_in_affine_backward())
+    later = tmp_path / "work" / "05_normalisation"
+    later.mkdir()
+    (later / "normalisation.ipynb").write_text('{"cells": [\n<<<<<<< HEAD\n')
+    assert export(tmp_path, quiet=True) == [tmp_path / "work" / A04 / f"{module_name(A03)}.py"]
+    err = capsys.readouterr().err
+    assert err.count("normalisation.ipynb cannot be read as a notebook") == 1, err
+    assert "release/05_normalisation/normalisation.ipynb" in err
+    (tmp_path / "work" / A03 / "multilayer.ipynb").write_text("not a notebook")
+    assert export(tmp_path, quiet=True) == []  # 04's module of 03 stays as it was
+    assert "multilayer.ipynb cannot be read as a notebook" in capsys.readouterr().err
+
+
 def test_make_lab_exports_when_it_prepares_work(tmp_path):
     for assignment in (A03, A04):
         shutil.copytree(ROOT / "release" / assignment, tmp_path / "release" / assignment)

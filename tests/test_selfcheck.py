@@ -242,6 +242,19 @@ def test_course_check_refuses_a_notebook_of_no_assignment(course, tmp_path):
     assert "is not a notebook of this course" in proc.stderr
 
 
+def test_course_check_names_a_notebook_that_is_not_json(course):
+    """Walk 60: a notebook that is not JSON (a merge's conflict markers) ended in
+    nbformat's traceback."""
+    broken = course.root / "work" / "01_backprop" / "backprop.ipynb"
+    broken.parent.mkdir(parents=True, exist_ok=True)
+    broken.write_text('{"cells": [\n<<<<<<< HEAD\n')
+    proc = run_check(course, broken)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "backprop.ipynb cannot be read as a notebook" in proc.stderr
+    assert "release/01_backprop/backprop.ipynb" in proc.stderr
+
+
 def validate(course, notebook, *tool):
     env = tool_env(COURSE_ROOT=str(course.root))
     command = list(tool) or [sys.executable, "-m", "course.cli", "validate"]

@@ -306,8 +306,9 @@ def credit_rule(check: Check, results: list[Result] | None = None) -> str:
     for rule in check.rules.values():
         if rule.cap is not None:
             what = rule.what.strip(" ,:")
-            for tail in (" for", " of", " with", " in"):
+            for tail in (" for", " of", " with", " in", " on"):  # " on": walk 60's 09
                 what = what.removesuffix(tail)
+            what = what.strip(" ,:")  # "relative error per parameter, on": no comma left
             capped.setdefault(rule.cap, []).append(what)
     words = "  Credit: the passed share of the sub-checks' weights"
     total = sum(r.weight for r in results or [])
