@@ -206,6 +206,7 @@ def notebook_of(folder: Path) -> Path | None:
 def _readable(notebook: Path, said: set[Path]) -> nbformat.NotebookNode | None:
     """The notebook, or None with one line saying why not (walk 60: one corrupt notebook
     in work/ stopped `course lab` with a traceback, before JupyterLab could open)."""
+    notebook = Path(notebook)  # never a file descriptor: nbformat.read(2) closes stderr
     try:
         return nbformat.read(notebook, as_version=4)
     except (OSError, ValueError, UnicodeDecodeError, nbformat.ValidationError) as error:
