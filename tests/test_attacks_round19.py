@@ -35,18 +35,18 @@ class _NaNGrads(TanhNet):
         return loss, grads
 """
 
-NAN_GRADS = (
-    NAN_MODEL
-    + """
+# The backward pass "fixed" by the NaN model; every other run handed to `_otherwise`.
+NAN_FIX = """
 def fix(run, cause):
     if cause == "a wrong backward pass":
         def new_model():
             m = run.model()
             return _NaNGrads(m.params, m.reg, m.hidden, m.train_mask)
         return run.with_changes(new_model=new_model)
-    return run
+    return _otherwise(run, cause)
 """
-)
+
+NAN_GRADS = NAN_MODEL + "\ndef _otherwise(run, cause):\n    return run\n" + NAN_FIX
 
 HONEST_PART = """
 def fix(run, cause):
@@ -74,19 +74,7 @@ def test_nan_gradients_earn_nothing():
 
 def test_nan_gradients_beside_honest_repairs_earn_only_the_repairs():
     honest = "import numpy as np\n" + HONEST_PART
-    combined = (
-        NAN_MODEL
-        + HONEST_PART.replace("def fix(run, cause):", "def _honest(run, cause):")
-        + """
-def fix(run, cause):
-    if cause == "a wrong backward pass":
-        def new_model():
-            m = run.model()
-            return _NaNGrads(m.params, m.reg, m.hidden, m.train_mask)
-        return run.with_changes(new_model=new_model)
-    return _honest(run, cause)
-"""
-    )
+    combined = NAN_MODEL + HONEST_PART.replace("def fix(", "def _otherwise(") + NAN_FIX
     assert _nothing_changed() < _judge(honest) < 4
     assert _judge(combined) == _judge(honest)
 
